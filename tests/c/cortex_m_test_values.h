@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "guarded_buffers.h"
+
 /* The next value of the sequence `state`: 32 bits, well mixed in the high half. */
 static inline uint32_t next_value(uint32_t *state)
 {
@@ -253,6 +255,50 @@ static inline int8_t pair_expected_out(const int8_t *x, const int8_t *w, int32_t
     return (int8_t)(value < -128 ? -128 : value > 127 ? 127 : value);
 }
 
+/* A pixel tiles call's buffers as guarded copies (guarded_buffers.h): exactly what the call reads and writes. */
+typedef struct {
+    int8_t *out;
+    const int8_t *x;
+    const void *w;
+    int32_t *q;
+    const int32_t *bias, *multiplier;
+    const int16_t *bias16;
+    const int8_t *shift;
+    int32_t out_bytes, q_words;
+} pair_guarded;
+
+/* Guarded copies of a call's buffers over `pixels` pixels of `channels` channels of the window case wc: the outputs
+   out (out_pixel_stride apart), the pixels' windows from x, `q_words` scratch words q (0: none), the `w_bytes`
+   bytes of weights at w (the channels' rows, or RV32's packed words), and of k's int16 biases where narrow, else its int32 ones, its multipliers
+   and shifts; slots 0..6. */
+static inline pair_guarded pair_guard(int8_t *out, int32_t out_pixel_stride, int32_t pixels, int32_t channels,
+                                      const int8_t *x, const window_case *wc, int32_t *q, int32_t q_words,
+                                      const void *w, int32_t w_bytes, const pair_constants *k, int narrow)
+{
+    pair_guarded g;
+    const int32_t window = guarded_span(wc->rows, wc->row_len, wc->x_row_stride, 1);
+    g.out_bytes = channels == 0 ? 0 : (pixels - 1) * out_pixel_stride + channels;
+    g.q_words = q_words;
+    g.out = guarded_copy(0, out, g.out_bytes);
+    g.x = guarded_copy(1, x, window == 0 ? 0 : (pixels - 1) * wc->x_pixel_stride + window);
+    g.q = guarded_copy(2, q, 4 * q_words);
+    g.w = guarded_copy(3, w, w_bytes);
+    g.bias = narrow ? NULL : guarded_copy(4, k->bias, 4 * channels);
+    g.bias16 = narrow ? guarded_copy(4, k->bias16, 2 * channels) : NULL;
+    g.multiplier = guarded_copy(5, k->multiplier, 4 * channels);
+    g.shift = guarded_copy(6, k->shift, channels);
+    return g;
+}
+
+/* The guarded outputs and scratch copied back to out and q (NULL: no scratch). */
+static inline void pair_unguard(const pair_guarded *g, int8_t *out, int32_t *q)
+{
+    guarded_back(0, out, g->out_bytes);
+    if (q != NULL) {
+        guarded_back(2, q, 4 * g->q_words);
+    }
+}
+
 /* Whether the outputs out (bytes < 2 * (max_channels + PAIR_GUARD)) of a call on `pixels` pixels of `channels`
    channels, out_pixel_stride = channels + PAIR_GUARD apart, differ from pair_expected_out's, or a byte beyond
    them from PAIR_UNTOUCHED. */
@@ -467,8 +513,9 @@ static inline int32_t float_epilogue_failures(uint32_t *state, int32_t *cases, i
 /* The ascending copies' cases (test_copy_ascending.c, test_state_shift.c: helpers of one contract, dst[i] = src[i]
    for count elements of element_bytes bytes as the element loop copies them when dst <= src or the runs are apart):
    for element sizes 1, 2 and 4 bytes, every count up to 40 elements, every distance from dst below src
-   (overlapping, as the SVDF state shifts in place) to separate runs and every word alignment of dst, `copy` leaves a
-   512-byte buffer as that loop does; the failures, each printed, and the count of cases in *cases. */
+   (overlapping, as the SVDF state shifts in place) to separate runs, `copy` leaves a 512-byte buffer as that loop
+   does, handed the bytes from dst's run to src's end against no-access memory (guarded_buffers.h: dst's alignment
+   is then that span's, every one over the cases); the failures, each printed, and the count of cases in *cases. */
 #define ASCENDING_COPY_BUFFER_BYTES 512 /* past the farthest run: 3 + (160 + 3) + 160 bytes */
 typedef int32_t (*ascending_copy_fn)(void *dst, const void *src, int32_t count, int32_t element_bytes);
 
@@ -484,9 +531,12 @@ static inline int ascending_copy_case(ascending_copy_fn copy, int32_t element_by
     for (i = 0; i < count * element_bytes; ++i) { /* element by element ascending is byte by byte ascending */
         expected[dst_offset + i] = expected[src_offset + i];
     }
-    if (copy(actual + dst_offset, actual + src_offset, count, element_bytes) != 0) {
+    const int32_t span = src_offset + count * element_bytes - dst_offset; /* dst's run to src's end, guarded */
+    uint8_t *const guarded = guarded_copy(0, actual + dst_offset, span);
+    if (copy(guarded, guarded + (src_offset - dst_offset), count, element_bytes) != 0) {
         return 1;
     }
+    guarded_back(0, actual + dst_offset, span);
     return memcmp(actual, expected, sizeof actual) != 0;
 }
 

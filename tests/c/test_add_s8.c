@@ -48,18 +48,27 @@ static void check(const int8_t *a, const int8_t *b, int32_t count, const struct 
         out[i] = (int8_t)0x5a;
         in_place[i] = i < count ? a[i] : (int8_t)0x5a;
     }
+    memset(values, 0, sizeof values); /* copied whole below; the helper fills only what its path reads */
     lp_add_s8_tables(values, p->a_offset, p->b_offset, p->left_shift, p->a_multiplier, p->a_shift, p->b_multiplier,
                      p->b_shift, p->out_shift);
-    /* the first count - count / 3 elements, then the rest (runs over one set of tables) */
-    lp_add_s8(out, a, b, count - count / 3, values, p->a_offset, p->b_offset, p->left_shift, p->a_multiplier,
-              p->a_shift, p->b_multiplier, p->b_shift, p->out_multiplier, p->out_shift, p->out_zero_point, p->low,
-              p->high);
-    lp_add_s8(out + count - count / 3, a + count - count / 3, b + count - count / 3, count / 3, values, p->a_offset,
-              p->b_offset, p->left_shift, p->a_multiplier, p->a_shift, p->b_multiplier, p->b_shift,
+    /* the first count - count / 3 elements, then the rest (runs over one set of tables); every run and the tables
+       handed over exactly, against no-access memory (guarded_buffers.h) */
+    const int32_t first = count - count / 3;
+    const int32_t *const tables = guarded_copy(3, values, (int32_t)sizeof values);
+    lp_add_s8(guarded_copy(0, out, first), guarded_copy(1, a, first), guarded_copy(2, b, first), first, tables,
+              p->a_offset, p->b_offset, p->left_shift, p->a_multiplier, p->a_shift, p->b_multiplier, p->b_shift,
               p->out_multiplier, p->out_shift, p->out_zero_point, p->low, p->high);
-    lp_add_s8(in_place, in_place, b, count, values, p->a_offset, p->b_offset, p->left_shift, p->a_multiplier,
-              p->a_shift, p->b_multiplier, p->b_shift, p->out_multiplier, p->out_shift, p->out_zero_point, p->low,
-              p->high);
+    guarded_back(0, out, first);
+    lp_add_s8(guarded_copy(0, out + first, count / 3), guarded_copy(1, a + first, count / 3),
+              guarded_copy(2, b + first, count / 3), count / 3, tables, p->a_offset, p->b_offset, p->left_shift,
+              p->a_multiplier, p->a_shift, p->b_multiplier, p->b_shift, p->out_multiplier, p->out_shift,
+              p->out_zero_point, p->low, p->high);
+    guarded_back(0, out + first, count / 3);
+    int8_t *const run = guarded_copy(0, in_place, count);
+    lp_add_s8(run, run, guarded_copy(2, b, count), count, tables, p->a_offset, p->b_offset, p->left_shift,
+              p->a_multiplier, p->a_shift, p->b_multiplier, p->b_shift, p->out_multiplier, p->out_shift,
+              p->out_zero_point, p->low, p->high);
+    guarded_back(0, in_place, count);
     for (i = 0; i < PAIRS + GUARD; ++i) {
         const int8_t want = i < count ? expected_add(a[i], b[i], p) : (int8_t)0x5a;
         checks += 2;

@@ -66,8 +66,17 @@ static int32_t one_case(const shape *s, uint32_t *state, int32_t variant)
     }
     const int32_t a_row = s->adj_x ? 1 : s->depth, a_k = s->adj_x ? s->rows : 1;
     const int32_t b_k = s->adj_y ? 1 : s->cols, b_col = s->adj_y ? s->depth : 1;
-    int32_t wrong = lp_batch_matmul_s8(out, a, b, q, s->rows, s->cols, s->depth, a_row, a_k, b_k, b_col, quantization,
+    /* every buffer exactly what the call reads and writes, against no-access memory */
+    const int32_t a_bytes = (s->rows - 1) * a_row + (s->depth - 1) * a_k + 1;
+    const int32_t b_bytes = (s->depth - 1) * b_k + (s->cols - 1) * b_col + 1;
+    const int32_t q_bytes = 4 * lp_batch_matmul_scratch_words(s->cols, s->depth);
+    int8_t *const guarded_out = guarded_copy(0, out, s->rows * s->cols);
+    int32_t *const guarded_q = guarded_copy(1, q, q_bytes);
+    int32_t wrong = lp_batch_matmul_s8(guarded_out, guarded_copy(2, a, a_bytes), guarded_copy(3, b, b_bytes), guarded_q,
+                                       s->rows, s->cols, s->depth, a_row, a_k, b_k, b_col, quantization,
                                        multiplier) != 0;
+    guarded_back(0, out, s->rows * s->cols);
+    guarded_back(1, q, q_bytes);
     for (int32_t i = 0; i < s->rows; ++i) {
         for (int32_t j = 0; j < s->cols; ++j) {
             wrong += out[i * s->cols + j] != expected_out(a, b, s, i, j, a_zero_point, b_zero_point, multiplier, shift,

@@ -75,14 +75,29 @@ int main(void)
         for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
             out[c] = out16[c] = shared[c] = shared16[c] = (int8_t)0x5a;
         }
-        const int32_t returned = lp_conv_tiles_s8(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
-                                                  k.w_channel_stride, k.rows, k.row_len, channels)
-            | lp_conv_tiles_s8_b16(out16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
-                                   k.w_channel_stride, k.rows, k.row_len, channels)
-            | lp_conv_tiles_shared_s8(shared, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
-                                      k.w_channel_stride, k.rows, k.row_len, channels)
-            | lp_conv_tiles_shared_s8_b16(shared16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
-                                          k.w_channel_stride, k.rows, k.row_len, channels);
+        /* every buffer exactly what the call reads and writes, against no-access memory; each output in turn */
+        const int32_t window = guarded_span(k.rows, k.row_len, k.x_row_stride, 1);
+        const int8_t *const g_x = guarded_copy(1, x, window);
+        const int8_t *const g_w = guarded_copy(2, w, guarded_span(channels, k.rows * k.row_len, k.w_channel_stride, 1));
+        const int32_t *const g_bias = guarded_copy(3, bias, 4 * channels);
+        const int16_t *const g_bias16 = guarded_copy(4, bias16, 2 * channels);
+        const int32_t *const g_multiplier = guarded_copy(5, multiplier, 4 * channels);
+        const int8_t *const g_shift = guarded_copy(6, shift, channels);
+        int32_t returned = lp_conv_tiles_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias, g_multiplier, g_shift,
+                                            zero_point, k.x_row_stride, k.w_channel_stride, k.rows, k.row_len,
+                                            channels);
+        guarded_back(0, out, channels);
+        returned |= lp_conv_tiles_s8_b16(guarded_copy(0, out16, channels), g_x, g_w, g_bias16, g_multiplier, g_shift,
+                                         zero_point, k.x_row_stride, k.w_channel_stride, k.rows, k.row_len, channels);
+        guarded_back(0, out16, channels);
+        returned |= lp_conv_tiles_shared_s8(guarded_copy(0, shared, channels), g_x, g_w, g_bias, g_multiplier,
+                                            g_shift, zero_point, k.x_row_stride, k.w_channel_stride, k.rows,
+                                            k.row_len, channels);
+        guarded_back(0, shared, channels);
+        returned |= lp_conv_tiles_shared_s8_b16(guarded_copy(0, shared16, channels), g_x, g_w, g_bias16,
+                                                g_multiplier, g_shift, zero_point, k.x_row_stride,
+                                                k.w_channel_stride, k.rows, k.row_len, channels);
+        guarded_back(0, shared16, channels);
         if ((returned != 0 || outputs_wrong(out, x, w, &k, channels, bias, multiplier, shift, zero_point)
              || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)
              || outputs_wrong(shared, x, w, &k, channels, bias, multiplier, shift, zero_point)
@@ -98,11 +113,16 @@ int main(void)
                 pair[c] = pair16[c] = (int8_t)0x5a;
             }
             const int32_t pixel = CHANNELS_MAX + GUARD;
-            const int32_t paired = lp_pair_tiles_shared_s8(pair, x, w, bias, multiplier, shift, zero_point,
-                                                           k.x_row_stride, k.rows, k.row_len, PAIR_X_STRIDE, pixel,
-                                                           k.w_channel_stride, channels)
-                | lp_pair_tiles_shared_s8_b16(pair16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
-                                              k.rows, k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels);
+            const int32_t pair_bytes = pixel + channels;
+            const int8_t *const pixels = guarded_copy(1, x, window == 0 ? 0 : PAIR_X_STRIDE + window);
+            int32_t paired = lp_pair_tiles_shared_s8(guarded_copy(0, pair, pair_bytes), pixels, g_w, g_bias,
+                                                     g_multiplier, g_shift, zero_point, k.x_row_stride, k.rows,
+                                                     k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels);
+            guarded_back(0, pair, pair_bytes);
+            paired |= lp_pair_tiles_shared_s8_b16(guarded_copy(0, pair16, pair_bytes), pixels, g_w, g_bias16,
+                                                  g_multiplier, g_shift, zero_point, k.x_row_stride, k.rows,
+                                                  k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels);
+            guarded_back(0, pair16, pair_bytes);
             int wrong = paired != 0;
             for (int32_t p = 0; p < 2; ++p) {
                 const int8_t *px = x + p * PAIR_X_STRIDE;

@@ -148,23 +148,34 @@ static void check_case(int32_t i, int part, uint32_t *state, int32_t *failures)
     for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
         out[c] = (int8_t)0x5a;
     }
+    /* every buffer exactly what the call reads and writes (the partial tiles' weights whole tiles of four, as their
+       contract says), against no-access memory */
+    int8_t *const g_out = guarded_copy(0, out, channels);
+    const int8_t *const g_x = guarded_copy(1, x, guarded_span(k.rows, k.row_len, k.x_row_stride, 1));
+    const int8_t *const g_w = guarded_copy(2, w, guarded_span((channels + 3) / 4 * 4, k.rows * k.row_len,
+                                                                   k.w_channel_stride, 1));
+    const int32_t *const g_bias = guarded_copy(3, bias, 4 * channels);
+    const int16_t *const g_bias16 = guarded_copy(4, bias16, 2 * channels);
+    const int32_t *const g_multiplier = guarded_copy(5, multiplier, 4 * channels);
+    const int8_t *const g_shift = guarded_copy(6, shift, channels);
     int32_t returned;
 #if PARTS
     if (part) {
         returned = narrow
-            ? lp_conv_tiles_part_s8x4_b16(out, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+            ? lp_conv_tiles_part_s8x4_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift, zero_point, k.x_row_stride,
                                           k.w_channel_stride, k.rows, k.row_len, channels)
-            : lp_conv_tiles_part_s8x4(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
+            : lp_conv_tiles_part_s8x4(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, k.x_row_stride,
                                       k.w_channel_stride, k.rows, k.row_len, channels);
     } else
 #endif
     {
         returned = narrow
-            ? lp_conv_tiles_s8x4_b16(out, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+            ? lp_conv_tiles_s8x4_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift, zero_point, k.x_row_stride,
                                      k.w_channel_stride, k.rows, k.row_len, channels)
-            : lp_conv_tiles_s8x4(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride, k.w_channel_stride,
-                                 k.rows, k.row_len, channels);
+            : lp_conv_tiles_s8x4(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, k.x_row_stride,
+                                 k.w_channel_stride, k.rows, k.row_len, channels);
     }
+    guarded_back(0, out, channels);
     expected_outs(want, x, w, &k, channels, bias, narrow ? bias16 : NULL, multiplier, shift, zero_point);
     int wrong = returned != 0;
     for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {

@@ -55,24 +55,34 @@ int main(void)
                         }
                         plain_depthwise(expected, wide ? NULL : x8o, wide ? x16o : NULL, wo, l.x_row_stride,
                                         l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols);
+                        /* every buffer exactly what the call reads and writes, against no-access memory */
+                        const int32_t x_bytes = guarded_box(rows, cols, l.x_row_stride, l.x_col_stride, 4, 1);
+                        int32_t *const sums = guarded_copy(0, acc, 16);
+                        const int8_t *const weights = guarded_copy(2, wo, guarded_box(rows, cols, l.w_row_stride,
+                                                                                      l.w_col_stride, 4, 1));
                         switch (helper) {
                         case 0:
-                            returned = lp_depthwise_mac_s8x4(acc, x8o, wo, l.x_row_stride, l.x_col_stride,
-                                                             l.w_row_stride, l.w_col_stride, rows, cols);
+                            returned = lp_depthwise_mac_s8x4(sums, guarded_copy(1, x8o, x_bytes * 1), weights,
+                                                             l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                             l.w_col_stride, rows, cols);
                             break;
                         case 1:
-                            returned = lp_depthwise_box_s8x4(acc, x8o, wo, l.x_row_stride, l.x_col_stride,
-                                                             l.w_row_stride, l.w_col_stride, rows, cols);
+                            returned = lp_depthwise_box_s8x4(sums, guarded_copy(1, x8o, x_bytes * 1), weights,
+                                                             l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                             l.w_col_stride, rows, cols);
                             break;
                         case 2:
-                            returned = lp_depthwise_mac_s16x4(acc, x16o, wo, l.x_row_stride, l.x_col_stride,
-                                                              l.w_row_stride, l.w_col_stride, rows, cols);
+                            returned = lp_depthwise_mac_s16x4(sums, guarded_copy(1, x16o, x_bytes * 2), weights,
+                                                              l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                              l.w_col_stride, rows, cols);
                             break;
                         default:
-                            returned = lp_depthwise_box_s16x4(acc, x16o, wo, l.x_row_stride, l.x_col_stride,
-                                                              l.w_row_stride, l.w_col_stride, rows, cols);
+                            returned = lp_depthwise_box_s16x4(sums, guarded_copy(1, x16o, x_bytes * 2), weights,
+                                                              l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                              l.w_col_stride, rows, cols);
                             break;
                         }
+                        guarded_back(0, acc, 16);
                         cases += 1;
                         if (call_wrong(returned, acc, expected, 4)) {
                             failures += 1;

@@ -60,16 +60,23 @@ int main(void)
                             }
                             plain(expected, helper >= 2 ? NULL : xo, pad, wo, x_row_stride, x_col_stride,
                                   w_row_stride, w_col_stride, rows, cols, channels);
+                            /* every buffer exactly what the call reads and writes, against no-access memory */
+                            int32_t *const sums = guarded_copy(0, acc, 4 * channels);
+                            const int8_t *const g_x = guarded_copy(1, xo, guarded_box(rows, cols, x_row_stride,
+                                                                                      x_col_stride, channels, 1));
+                            const int8_t *const g_w = guarded_copy(2, wo, guarded_box(rows, cols, w_row_stride,
+                                                                                      w_col_stride, channels, 1));
                             if (helper == 0) {
-                                returned = lp_depthwise_mac_s8x16(acc, xo, wo, x_row_stride, x_col_stride,
+                                returned = lp_depthwise_mac_s8x16(sums, g_x, g_w, x_row_stride, x_col_stride,
                                                                   w_row_stride, w_col_stride, rows, cols, channels);
                             } else if (helper == 1) {
-                                returned = lp_depthwise_box_s8x16(acc, xo, wo, x_row_stride, x_col_stride,
+                                returned = lp_depthwise_box_s8x16(sums, g_x, g_w, x_row_stride, x_col_stride,
                                                                   w_row_stride, w_col_stride, rows, cols, channels);
                             } else {
-                                returned = lp_depthwise_pad_s8x16(acc, wo, w_row_stride, w_col_stride, rows, cols,
+                                returned = lp_depthwise_pad_s8x16(sums, g_w, w_row_stride, w_col_stride, rows, cols,
                                                                   pad, channels);
                             }
+                            guarded_back(0, acc, 4 * channels);
                             cases += 1;
                             if (call_wrong(returned, acc, expected, TILE + GUARD)) {
                                 failures += 1;

@@ -86,23 +86,34 @@ CHECK_INLINE void check(int32_t x_row_stride, int32_t x_col_stride,
         for (int32_t i = 0; i < OUT_BYTES; ++i) {
             out[i] = (int8_t)0x5a;
         }
+        /* every buffer exactly what the call reads and writes (both pixels'), against no-access memory */
+        const int32_t out_bytes = out_step + channels;
+        int8_t *const g_out = guarded_copy(0, out + GUARD, out_bytes);
+        const int8_t *const g_x = guarded_copy(1, x, x_step + guarded_box(rows, cols, x_row_stride, x_col_stride,
+                                                                         channels, 1));
+        const int16_t *const g_w = guarded_copy(2, w, guarded_box(rows, cols, w_row_stride, w_col_stride, channels, 2));
+        const int32_t *const g_bias = guarded_copy(3, bias, 4 * channels);
+        const int16_t *const g_bias16 = guarded_copy(4, bias16, 2 * channels);
+        const int32_t *const g_multiplier = guarded_copy(5, multiplier, 4 * channels);
+        const int8_t *const g_shift = guarded_copy(6, shift, channels);
         if (narrow) {
             returned = rolled
-                ? lp_depthwise_pair_s8x4w16_b16(out + GUARD, x, w, bias16, multiplier, shift, zero_point,
+                ? lp_depthwise_pair_s8x4w16_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift, zero_point,
                                                 x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols,
                                                 channels, out_step, x_step, 1)
-                : lp_depthwise_pair_s8x4w16_b16(out + GUARD, x, w, bias16, multiplier, shift, zero_point,
+                : lp_depthwise_pair_s8x4w16_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift, zero_point,
                                                 x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols,
                                                 channels, out_step, x_step, 0);
         } else {
             returned = rolled
-                ? lp_depthwise_pair_s8x4w16(out + GUARD, x, w, bias, multiplier, shift, zero_point, x_row_stride,
+                ? lp_depthwise_pair_s8x4w16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, x_row_stride,
                                             x_col_stride, w_row_stride, w_col_stride, rows, cols, channels, out_step,
                                             x_step, 1)
-                : lp_depthwise_pair_s8x4w16(out + GUARD, x, w, bias, multiplier, shift, zero_point, x_row_stride,
+                : lp_depthwise_pair_s8x4w16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, x_row_stride,
                                             x_col_stride, w_row_stride, w_col_stride, rows, cols, channels, out_step,
                                             x_step, 0);
         }
+        guarded_back(0, out + GUARD, out_bytes);
         wrong = returned != 0;
         for (int32_t i = 0; i < OUT_BYTES; ++i) {
             const int32_t at = i - GUARD;

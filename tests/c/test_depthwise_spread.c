@@ -64,8 +64,13 @@ int main(void)
                                      l.w_col_stride, rows, cols, inputs);
                         for (int inlined = 0; inlined <= 1; ++inlined) { /* the copy, then the inlined sums */
                             int32_t sums[4] = {acc[0], acc[1], acc[2], acc[3]};
-                            returned = HELPERS[inputs - 1][inlined](sums, xo, wo, l.x_row_stride, l.x_col_stride,
-                                                                    l.w_row_stride, l.w_col_stride, rows, cols);
+                            /* every buffer exactly what the call reads and writes, against no-access memory */
+                            returned = HELPERS[inputs - 1][inlined](
+                                guarded_copy(0, sums, 16),
+                                guarded_copy(1, xo, guarded_box(rows, cols, l.x_row_stride, l.x_col_stride, inputs, 1)),
+                                guarded_copy(2, wo, guarded_box(rows, cols, l.w_row_stride, l.w_col_stride, 4, 1)),
+                                l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols);
+                            guarded_back(0, sums, 16);
                             cases += 1;
                             if (call_wrong(returned, sums, expected, 4)) {
                                 failures += 1;

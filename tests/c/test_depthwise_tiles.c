@@ -107,34 +107,55 @@ int main(void)
                         inside.cols = cols - inside.left - (cases / 7) % (cols - inside.left + 1);
                     }
                     const int three = border && rows == 3 && cols == 3 && cases % 4 == 1;
+                    /* every buffer exactly what the call reads and writes, against no-access memory; each
+                       output in turn */
+                    const int8_t *const g_x = guarded_copy(1, xo, guarded_box(inside.rows, inside.cols,
+                                                                              l.x_row_stride, l.x_col_stride,
+                                                                              channels, 1));
+                    const int8_t *const g_w = guarded_copy(2, wo, guarded_box(rows, cols, l.w_row_stride,
+                                                                              l.w_col_stride, channels, 1));
+                    const int32_t *const g_bias = guarded_copy(3, bias, 4 * channels);
+                    const int16_t *const g_bias16 = guarded_copy(4, bias16, 2 * channels);
+                    const int32_t *const g_multiplier = guarded_copy(5, multiplier, 4 * channels);
+                    const int8_t *const g_shift = guarded_copy(6, shift, channels);
                     int32_t returned;
                     if (three) {
-                        returned = lp_depthwise_border3x3_s8(out, xo, wo, bias, multiplier, shift, zero_point,
-                                                             l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                                             l.w_col_stride, rows, cols, inside.top, inside.left,
-                                                             inside.rows, inside.cols, inside.value, channels)
-                                   | lp_depthwise_border3x3_s8_b16(out16, xo, wo, bias16, multiplier, shift,
-                                                                   zero_point, l.x_row_stride, l.x_col_stride,
-                                                                   l.w_row_stride, l.w_col_stride, rows, cols,
-                                                                   inside.top, inside.left, inside.rows,
-                                                                   inside.cols, inside.value, channels);
+                        returned = lp_depthwise_border3x3_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias,
+                                                             g_multiplier, g_shift, zero_point, l.x_row_stride,
+                                                             l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
+                                                             cols, inside.top, inside.left, inside.rows,
+                                                             inside.cols, inside.value, channels);
+                        guarded_back(0, out, channels);
+                        returned |= lp_depthwise_border3x3_s8_b16(guarded_copy(0, out16, channels), g_x, g_w,
+                                                                  g_bias16, g_multiplier, g_shift, zero_point,
+                                                                  l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                                  l.w_col_stride, rows, cols, inside.top,
+                                                                  inside.left, inside.rows, inside.cols,
+                                                                  inside.value, channels);
                     } else if (border) {
-                        returned = lp_depthwise_border_s8(out, xo, wo, bias, multiplier, shift, zero_point,
-                                                          l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                                          l.w_col_stride, rows, cols, inside.top, inside.left,
-                                                          inside.rows, inside.cols, inside.value, channels)
-                                   | lp_depthwise_border_s8_b16(out16, xo, wo, bias16, multiplier, shift, zero_point,
-                                                                l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                                                l.w_col_stride, rows, cols, inside.top, inside.left,
-                                                                inside.rows, inside.cols, inside.value, channels);
+                        returned = lp_depthwise_border_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias,
+                                                          g_multiplier, g_shift, zero_point, l.x_row_stride,
+                                                          l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols,
+                                                          inside.top, inside.left, inside.rows, inside.cols,
+                                                          inside.value, channels);
+                        guarded_back(0, out, channels);
+                        returned |= lp_depthwise_border_s8_b16(guarded_copy(0, out16, channels), g_x, g_w, g_bias16,
+                                                               g_multiplier, g_shift, zero_point, l.x_row_stride,
+                                                               l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
+                                                               cols, inside.top, inside.left, inside.rows,
+                                                               inside.cols, inside.value, channels);
                     } else {
-                        returned = lp_depthwise_tiles_s8(out, xo, wo, bias, multiplier, shift, zero_point,
-                                                         l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                                         l.w_col_stride, rows, cols, channels)
-                                   | lp_depthwise_tiles_s8_b16(out16, xo, wo, bias16, multiplier, shift, zero_point,
-                                                               l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                                               l.w_col_stride, rows, cols, channels);
+                        returned = lp_depthwise_tiles_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias,
+                                                         g_multiplier, g_shift, zero_point, l.x_row_stride,
+                                                         l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols,
+                                                         channels);
+                        guarded_back(0, out, channels);
+                        returned |= lp_depthwise_tiles_s8_b16(guarded_copy(0, out16, channels), g_x, g_w, g_bias16,
+                                                              g_multiplier, g_shift, zero_point, l.x_row_stride,
+                                                              l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
+                                                              cols, channels);
                     }
+                    guarded_back(0, out16, channels);
                     /* a 3 x 3 or 5 x 5 window or one row: the interior's out-of-line copy too, into out3 and
                        out3_16 */
                     const int outlined = (rows == 3 && cols == 3) || (rows == 5 && cols == 5) || rows == 1;
@@ -145,10 +166,16 @@ int main(void)
                         const tiles_s8_b16 copy16 = rows == 1 ? lp_depthwise_tiles1xn_s8_b16
                                                     : rows == 5 ? lp_depthwise_tiles5x5_s8_b16
                                                                 : lp_depthwise_tiles3x3_s8_b16;
-                        returned |= copy(out3, xo, wo, bias, multiplier, shift, zero_point, l.x_row_stride,
-                                         l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels)
-                                    | copy16(out3_16, xo, wo, bias16, multiplier, shift, zero_point, l.x_row_stride,
-                                             l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
+                        const int8_t *const window = guarded_copy(1, xo, guarded_box(rows, cols, l.x_row_stride,
+                                                                                     l.x_col_stride, channels, 1));
+                        returned |= copy(guarded_copy(0, out3, channels), window, g_w, g_bias, g_multiplier, g_shift,
+                                         zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride,
+                                         rows, cols, channels);
+                        guarded_back(0, out3, channels);
+                        returned |= copy16(guarded_copy(0, out3_16, channels), window, g_w, g_bias16, g_multiplier,
+                                           g_shift, zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                           l.w_col_stride, rows, cols, channels);
+                        guarded_back(0, out3_16, channels);
                     }
                     int wrong = returned != 0;
                     for (int32_t c = 0; c < channels + GUARD; ++c) {

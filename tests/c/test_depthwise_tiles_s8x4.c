@@ -127,15 +127,26 @@ static void test_border(int8_t *x, int8_t *w, int16_t *w16, uint32_t *state, int
                     for (int32_t c = 0; c < BORDER_CHANNELS + GUARD; ++c) {
                         out[c] = (int8_t)0x5a;
                     }
+                    /* every buffer exactly what the call reads and writes, against no-access memory */
+                    int8_t *const g_out = guarded_copy(0, out, channels);
+                    const int8_t *const g_x = guarded_copy(1, xo, guarded_box(inside_rows, inside_cols, l.x_row_stride,
+                                                                              l.x_col_stride, channels, 1));
+                    const int16_t *const g_w = guarded_copy(2, wo, guarded_box(rows, cols, l.w_row_stride,
+                                                                               l.w_col_stride, channels, 2));
+                    const int32_t *const g_bias = guarded_copy(3, bias, 4 * channels);
+                    const int16_t *const g_bias16 = guarded_copy(4, bias16, 2 * channels);
+                    const int32_t *const g_multiplier = guarded_copy(5, multiplier, 4 * channels);
+                    const int8_t *const g_shift = guarded_copy(6, shift, channels);
                     if (narrow) {
-                        returned = BORDER16[helper / 2](out, xo, wo, bias16, multiplier, shift, zero_point,
+                        returned = BORDER16[helper / 2](g_out, g_x, g_w, g_bias16, g_multiplier, g_shift, zero_point,
                             l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, top, left,
                             inside_rows, inside_cols, value, channels);
                     } else {
-                        returned = BORDER32[helper / 2](out, xo, wo, bias, multiplier, shift, zero_point,
+                        returned = BORDER32[helper / 2](g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point,
                             l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, top, left,
                             inside_rows, inside_cols, value, channels);
                     }
+                    guarded_back(0, out, channels);
                     wrong = returned != 0;
                     for (int32_t c = 0; c < BORDER_CHANNELS + GUARD; ++c) {
                         const int8_t want = c < channels
@@ -165,9 +176,15 @@ static void test_border(int8_t *x, int8_t *w, int16_t *w16, uint32_t *state, int
                         }
                     }
                     acc[4] = 0x5a5a;
+                    int32_t *const sums = guarded_copy(0, acc, 16); /* guarded: exactly what the call touches */
                     const int32_t returned = wide
-                        ? lp_depthwise_pad_s8x4w16(acc, wo, l.w_row_stride, l.w_col_stride, rows, cols, value, 4)
-                        : lp_depthwise_pad_s8x4(acc, w8o, l8.w_row_stride, l8.w_col_stride, rows, cols, value, 4);
+                        ? lp_depthwise_pad_s8x4w16(sums, guarded_copy(2, wo, guarded_box(rows, cols, l.w_row_stride,
+                                                                                         l.w_col_stride, 4, 2)),
+                                                   l.w_row_stride, l.w_col_stride, rows, cols, value, 4)
+                        : lp_depthwise_pad_s8x4(sums, guarded_copy(2, w8o, guarded_box(rows, cols, l8.w_row_stride,
+                                                                                       l8.w_col_stride, 4, 1)),
+                                                l8.w_row_stride, l8.w_col_stride, rows, cols, value, 4);
+                    guarded_back(0, acc, 16);
                     int wrong = returned != 0 || acc[4] != 0x5a5a;
                     for (int32_t c = 0; c < 4; ++c) {
                         wrong |= acc[c] != want[c];
@@ -243,21 +260,36 @@ int main(void)
                             for (int32_t c = 0; c < MAX_CHANNELS + GUARD; ++c) {
                                 out[c] = (int8_t)0x5a;
                             }
+                            /* every buffer exactly what the call reads and writes, against no-access memory */
+                            int8_t *const g_out = guarded_copy(0, out, channels);
+                            const int8_t *const g_x = guarded_copy(1, xo, guarded_box(rows, cols, l.x_row_stride,
+                                                                                      l.x_col_stride, channels, 1));
+                            const int32_t w_bytes = guarded_box(rows, cols, l.w_row_stride, l.w_col_stride, channels,
+                                                                wide ? 2 : 1);
+                            const int8_t *const g_w8 = wide ? NULL : guarded_copy(2, wo, w_bytes);
+                            const int16_t *const g_w16 = wide ? guarded_copy(2, w16o, w_bytes) : NULL;
+                            const int32_t *const g_bias = guarded_copy(3, bias, 4 * channels);
+                            const int16_t *const g_bias16 = guarded_copy(4, bias16, 2 * channels);
+                            const int32_t *const g_multiplier = guarded_copy(5, multiplier, 4 * channels);
+                            const int8_t *const g_shift = guarded_copy(6, shift, channels);
                             if (!wide) {
                                 returned = narrow
-                                    ? lp_depthwise_tiles_s8x4_b16(out, xo, wo, bias16, multiplier, shift, zero_point,
-                                          l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols,
-                                          channels)
-                                    : lp_depthwise_tiles_s8x4(out, xo, wo, bias, multiplier, shift, zero_point,
-                                          l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols,
-                                          channels);
+                                    ? lp_depthwise_tiles_s8x4_b16(g_out, g_x, g_w8, g_bias16, g_multiplier, g_shift,
+                                          zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride,
+                                          rows, cols, channels)
+                                    : lp_depthwise_tiles_s8x4(g_out, g_x, g_w8, g_bias, g_multiplier, g_shift,
+                                          zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride,
+                                          rows, cols, channels);
                             } else if (narrow) {
-                                returned = TILES16[helper / 2](out, xo, w16o, bias16, multiplier, shift, zero_point,
-                                    l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
+                                returned = TILES16[helper / 2](g_out, g_x, g_w16, g_bias16, g_multiplier, g_shift,
+                                    zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
+                                    cols, channels);
                             } else {
-                                returned = TILES32[helper / 2](out, xo, w16o, bias, multiplier, shift, zero_point,
-                                    l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
+                                returned = TILES32[helper / 2](g_out, g_x, g_w16, g_bias, g_multiplier, g_shift,
+                                    zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
+                                    cols, channels);
                             }
+                            guarded_back(0, out, channels);
                             wrong = returned != 0;
                             for (int32_t c = 0; c < MAX_CHANNELS + GUARD; ++c) {
                                 const int8_t want = c < channels

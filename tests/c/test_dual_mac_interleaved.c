@@ -59,9 +59,16 @@ int main(void)
                             }
                         }
                         cases += 1;
-                        if (lp_dual_mac_s8x4_interleaved(acc, own ? acc : start, x, w, groups, tiles, stride) != 0) {
+                        /* every buffer exactly what the call reads and writes, against no-access memory */
+                        int32_t *const sums = guarded_copy(0, acc, 16 * tiles);
+                        if (lp_dual_mac_s8x4_interleaved(sums, own ? sums : guarded_copy(1, start, 16 * tiles),
+                                                         guarded_copy(2, x, 4 * groups),
+                                                         guarded_copy(3, w, guarded_span(tiles, 16 * groups, stride,
+                                                                                         1)),
+                                                         groups, tiles, stride) != 0) {
                             wrong = 1;
                         }
+                        guarded_back(0, acc, 16 * tiles);
                         for (i = 0; i < 4 * tiles; ++i) {
                             wrong |= acc[i] != expected[i];
                         }

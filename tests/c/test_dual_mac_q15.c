@@ -40,9 +40,20 @@ int main(void)
                              wc.w_channel_stride, wc.rows, wc.row_len);
         }
         cases += 1;
-        if (lp_widen_s8x2_q15(q, xo, wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride) != 0
-            || q[words] != UNTOUCHED
-            || lp_dual_mac_q15x2x4(acc, acc + 4, q, wo, wc.w_channel_stride, wc.rows, wc.row_len) != 0) {
+        /* each call's buffers exactly what it reads and writes, against no-access memory */
+        const int32_t x_bytes = guarded_span(wc.rows, wc.row_len, wc.x_row_stride, 1);
+        int32_t *const words_at = guarded_copy(0, q, 4 * words);
+        int32_t returned = lp_widen_s8x2_q15(words_at, guarded_copy(1, xo, x_bytes == 0 ? 0 : wc.x_pixel_stride
+                                                                                          + x_bytes),
+                                             wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride);
+        returned |= lp_dual_mac_q15x2x4(guarded_copy(2, acc, 16), guarded_copy(3, acc + 4, 16), words_at,
+                                        guarded_copy(4, wo, guarded_span(4, wc.rows * wc.row_len,
+                                                                         wc.w_channel_stride, 1)),
+                                        wc.w_channel_stride, wc.rows, wc.row_len);
+        guarded_back(0, q, 4 * words);
+        guarded_back(2, acc, 16);
+        guarded_back(3, acc + 4, 16);
+        if (returned != 0 || q[words] != UNTOUCHED) {
             failures += 1;
             printf("wrong words: case %ld\n", (long)i);
             continue;

@@ -98,24 +98,39 @@ int main(void)
             const int32_t requantized = lp_requantize_double_small(sum, multiplier[c], shift[c]);
             want[c] = (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
         }
+        /* every buffer exactly what the call reads and writes, against no-access memory */
+        int8_t *const g_out = guarded_copy(0, out, channels);
+        const int8_t *const g_x = guarded_copy(1, x, len);
+        const int8_t *const g_stacked = widened ? NULL : guarded_copy(2, stacked, channels * len);
+        const int16_t *const g_wide = widened ? guarded_copy(2, wide, 2 * channels * len) : NULL;
+        const int32_t *const g_bias = guarded_copy(3, bias, 4 * channels);
+        const int16_t *const g_bias16 = guarded_copy(4, bias16, 2 * channels);
+        const int32_t *const g_multiplier = guarded_copy(5, multiplier, per_tensor ? 4 : 4 * channels);
+        const int8_t *const g_shift = guarded_copy(6, shift, per_tensor ? 1 : channels);
         int32_t returned;
         if (widened && per_tensor) {
             returned = narrow
-                ? lp_fc_rows_w16x4_b16(out, x, wide, bias16, multiplier[0], shift[0], zero_point, len, channels / 4)
-                : lp_fc_rows_w16x4(out, x, wide, bias, multiplier[0], shift[0], zero_point, len, channels / 4);
+                ? lp_fc_rows_w16x4_b16(g_out, g_x, g_wide, g_bias16, g_multiplier[0], g_shift[0],
+                                       zero_point, len, channels / 4)
+                : lp_fc_rows_w16x4(g_out, g_x, g_wide, g_bias, g_multiplier[0], g_shift[0],
+                                   zero_point, len, channels / 4);
         } else if (widened) {
             returned = narrow
-                ? lp_fc_tiles_w16x4_b16(out, x, wide, bias16, multiplier, shift, zero_point, len, channels)
-                : lp_fc_tiles_w16x4(out, x, wide, bias, multiplier, shift, zero_point, len, channels);
+                ? lp_fc_tiles_w16x4_b16(g_out, g_x, g_wide, g_bias16, g_multiplier, g_shift, zero_point, len, channels)
+                : lp_fc_tiles_w16x4(g_out, g_x, g_wide, g_bias, g_multiplier, g_shift, zero_point, len, channels);
         } else if (per_tensor) {
             returned = narrow
-                ? lp_fc_rows_s8x4_b16(out, x, stacked, bias16, multiplier[0], shift[0], zero_point, len, channels / 4)
-                : lp_fc_rows_s8x4(out, x, stacked, bias, multiplier[0], shift[0], zero_point, len, channels / 4);
+                ? lp_fc_rows_s8x4_b16(g_out, g_x, g_stacked, g_bias16, g_multiplier[0], g_shift[0],
+                                      zero_point, len, channels / 4)
+                : lp_fc_rows_s8x4(g_out, g_x, g_stacked, g_bias, g_multiplier[0], g_shift[0],
+                                  zero_point, len, channels / 4);
         } else {
             returned = narrow
-                ? lp_fc_tiles_s8x4_b16(out, x, stacked, bias16, multiplier, shift, zero_point, len, channels)
-                : lp_fc_tiles_s8x4(out, x, stacked, bias, multiplier, shift, zero_point, len, channels);
+                ? lp_fc_tiles_s8x4_b16(g_out, g_x, g_stacked, g_bias16, g_multiplier, g_shift,
+                                       zero_point, len, channels)
+                : lp_fc_tiles_s8x4(g_out, g_x, g_stacked, g_bias, g_multiplier, g_shift, zero_point, len, channels);
         }
+        guarded_back(0, out, channels);
         int wrong = returned != 0;
         for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
             wrong |= out[c] != want[c];

@@ -107,14 +107,31 @@ int main(void)
                 memcpy(dw_a, start_a, sizeof dw_a);
                 memcpy(dw_b, start_b, sizeof dw_b);
                 const float *xp = x + x_first;
-                const int32_t returned = lp_fmac_f32(one, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows,
-                                                     row_len, channels)
-                    | lp_fmac_f32x2(acc_a, acc_b, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows, row_len,
-                                    channels, x_pixel_stride)
-                    | lp_fmac_dw_f32(dw_one, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows,
-                                     row_len, channels)
-                    | lp_fmac_dw_f32x2(dw_a, dw_b, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride,
-                                       rows, row_len, channels, x_pixel_stride);
+                /* every buffer exactly what each call reads and writes, against no-access memory */
+                const int32_t bytes = 4 * channels;
+                const int32_t rows_bytes = guarded_span(rows, row_len, x_row_stride, 4);
+                const int32_t taps_bytes = guarded_box(rows, row_len, dw_row_stride, x_col_stride, channels, 4);
+                const float *const gw = guarded_copy(2, w, guarded_box(rows, row_len, w_row_stride, w_tap_stride,
+                                                                       channels, 4));
+                int32_t returned = lp_fmac_f32(guarded_copy(0, one, bytes), guarded_copy(1, xp, rows_bytes), gw,
+                                               x_row_stride, w_row_stride, w_tap_stride, rows, row_len, channels);
+                guarded_back(0, one, bytes);
+                returned |= lp_fmac_f32x2(guarded_copy(3, acc_a, bytes), guarded_copy(4, acc_b, bytes),
+                                          guarded_copy(1, xp, rows_bytes == 0 ? 0 : 4 * x_pixel_stride + rows_bytes),
+                                          gw, x_row_stride, w_row_stride, w_tap_stride, rows, row_len, channels,
+                                          x_pixel_stride);
+                guarded_back(3, acc_a, bytes);
+                guarded_back(4, acc_b, bytes);
+                returned |= lp_fmac_dw_f32(guarded_copy(0, dw_one, bytes), guarded_copy(1, xp, taps_bytes), gw,
+                                           dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows, row_len,
+                                           channels);
+                guarded_back(0, dw_one, bytes);
+                returned |= lp_fmac_dw_f32x2(guarded_copy(3, dw_a, bytes), guarded_copy(4, dw_b, bytes),
+                                             guarded_copy(1, xp, taps_bytes == 0 ? 0 : 4 * x_pixel_stride + taps_bytes),
+                                             gw, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows,
+                                             row_len, channels, x_pixel_stride);
+                guarded_back(3, dw_a, bytes);
+                guarded_back(4, dw_b, bytes);
                 if ((returned != 0
                      || wrong(one, start_a, xp, w, x_row_stride, 0, w_row_stride, w_tap_stride, rows, row_len,
                               channels)

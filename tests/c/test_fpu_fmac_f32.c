@@ -72,12 +72,24 @@ static int32_t mac_failures(const float *x, const float *w, uint32_t *state, int
                                                                     g.w_tap_stride, rows, row_len, c),
                                                  bias[c], 0, 0.0f, 6.0f, clamp);
                 }
-                const int32_t returned = lp_fmac_f32(one, xp, w, g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows,
-                                                     row_len, channels)
-                    | lp_fmac_f32x2(acc_a, acc_b, xp, w, g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows, row_len,
-                                    channels, g.x_pixel_stride)
-                    | lp_fmac_tiles_f32(tiles, xp, w, bias, g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows,
-                                        row_len, channels, 0.0f, 6.0f, clamp);
+                /* every buffer exactly what the calls read and write, against no-access memory */
+                const int32_t bytes = 4 * channels, window = guarded_span(rows, row_len, g.x_row_stride, 4);
+                const float *const gw = guarded_copy(2, w, guarded_box(rows, row_len, g.w_row_stride, g.w_tap_stride,
+                                                                       channels, 4));
+                float *const g_one = guarded_copy(0, one, bytes), *const g_a = guarded_copy(4, acc_a, bytes);
+                float *const g_b = guarded_copy(5, acc_b, bytes), *const g_tiles = guarded_copy(6, tiles, bytes);
+                int32_t returned = lp_fmac_f32(g_one, guarded_copy(1, xp, window), gw, g.x_row_stride,
+                                               g.w_row_stride, g.w_tap_stride, rows, row_len, channels);
+                const int32_t pair = window == 0 ? 0 : 4 * g.x_pixel_stride + window;
+                returned |= lp_fmac_f32x2(g_a, g_b, guarded_copy(1, xp, pair), gw, g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows, row_len, channels,
+                                          g.x_pixel_stride);
+                returned |= lp_fmac_tiles_f32(g_tiles, guarded_copy(1, xp, window), gw, guarded_copy(3, bias, bytes),
+                                              g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows, row_len, channels,
+                                              0.0f, 6.0f, clamp);
+                guarded_back(0, one, bytes);
+                guarded_back(4, acc_a, bytes);
+                guarded_back(5, acc_b, bytes);
+                guarded_back(6, tiles, bytes);
                 if ((returned != 0 || differs(one, want_one, channels, start_a)
                      || differs(acc_a, want_one, channels, start_a) || differs(acc_b, want_b, channels, start_b)
                      || differs(tiles, want_tiles, channels, NULL))

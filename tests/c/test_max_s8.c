@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "guarded_buffers.h"
 #include "max_s8.h"
 
 #define BUFFER_BYTES 64 /* past the farthest run: 3 + 40 bytes */
@@ -34,20 +35,27 @@ static int check(int32_t count, int32_t dst_offset, int32_t src_offset, int32_t 
             expected[dst_offset + i] = source[src_offset + i];
         }
     }
-    if (lp_max_s8(actual + dst_offset, actual + dst_offset, source + src_offset, count) != 0) {
+    /* the runs handed over exactly, against no-access memory */
+    int8_t *dst = guarded_copy(0, actual + dst_offset, count);
+    if (lp_max_s8(dst, dst, guarded_copy(1, source + src_offset, count), count) != 0) {
         return 1;
     }
+    guarded_back(0, actual + dst_offset, count);
     if (memcmp(actual, expected, sizeof actual) != 0) {
         return 1;
     }
-    (void)lp_max_s8(actual + dst_offset, actual + dst_offset, actual + dst_offset, count); /* unchanged */
+    dst = guarded_copy(0, actual + dst_offset, count);
+    (void)lp_max_s8(dst, dst, dst, count); /* unchanged */
+    guarded_back(0, actual + dst_offset, count);
     if (memcmp(actual, expected, sizeof actual) != 0) {
         return 1;
     }
     for (i = 0; i < count; ++i) { /* a copy: the maximum of a run with itself */
         expected[dst_offset + i] = source[src_offset + i];
     }
-    (void)lp_max_s8(actual + dst_offset, source + src_offset, source + src_offset, count);
+    const int8_t *const run = guarded_copy(1, source + src_offset, count);
+    (void)lp_max_s8(guarded_copy(0, actual + dst_offset, count), run, run, count);
+    guarded_back(0, actual + dst_offset, count);
     return memcmp(actual, expected, sizeof actual) != 0;
 }
 
@@ -74,7 +82,11 @@ static int check_window(int32_t count, int32_t rows, int32_t cols, int32_t col_s
         }
         expected[i] = peak;
     }
-    if (lp_max_s8_window(actual, source + src_offset, count, rows, cols, row_stride, col_stride) != 0) {
+    const int32_t span = count == 0 ? 0 : (rows - 1) * row_stride + (cols - 1) * col_stride + count;
+    const int32_t returned = lp_max_s8_window(guarded_copy(0, actual, count), guarded_copy(1, source + src_offset, span),
+                                              count, rows, cols, row_stride, col_stride);
+    guarded_back(0, actual, count);
+    if (returned != 0) {
         return 1;
     }
     return memcmp(actual, expected, sizeof actual) != 0;

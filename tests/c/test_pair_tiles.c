@@ -61,48 +61,55 @@ int main(void)
                 for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
                     out[j] = PAIR_UNTOUCHED;
                 }
+                /* every buffer exactly what the call reads and writes, against no-access memory */
+                const int32_t w_channels = part ? (count + 3) / 4 * 4 : count; /* the partial tiles: whole tiles */
+                const pair_guarded g = pair_guard(out, out_pixel_stride, 2, count, xo, &wc, q, direct == 1 ? 0 : words,
+                                                  wo, guarded_span(w_channels, wc.rows * wc.row_len,
+                                                                   wc.w_channel_stride, 1), &k, narrow);
                 if (part && narrow) {
-                    returned = lp_pair_tiles_part_s8_b16(out, xo, q, wo, k.bias16, k.multiplier, k.shift,
+                    returned = lp_pair_tiles_part_s8_b16(g.out, g.x, g.q, g.w, g.bias16, g.multiplier, g.shift,
                                                          k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
                                                          wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
                                                          count);
                 } else if (part) {
-                    returned = lp_pair_tiles_part_s8(out, xo, q, wo, k.bias, k.multiplier, k.shift, k.zero_point,
+                    returned = lp_pair_tiles_part_s8(g.out, g.x, g.q, g.w, g.bias, g.multiplier, g.shift, k.zero_point,
                                                      wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                      out_pixel_stride, wc.w_channel_stride, count);
                 } else if (direct) {  /* no scratch: the inputs widened on the fly */
-                    returned = lp_pair_tiles_direct_s8(out, xo, wo,
-                                                       narrow ? (const void *)k.bias16 : (const void *)k.bias,
-                                                       narrow ? 2 : 4, rounding_any, k.multiplier, k.shift,
+                    returned = lp_pair_tiles_direct_s8(g.out, g.x, g.w,
+                                                       narrow ? (const void *)g.bias16 : (const void *)g.bias,
+                                                       narrow ? 2 : 4, rounding_any, g.multiplier, g.shift,
                                                        k.zero_point,
                                                        wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                        out_pixel_stride, wc.w_channel_stride, channels);
                 } else if (wc.rows * wc.row_len == 8 && wc.row_len % 4 == 0 && variant % 2 == 1) {
                     /* the eight-input path, which the entry points take for sizes constant at the call */
-                    returned = lp_pair_tiles_eight_any(out, xo, wo,
-                                                       narrow ? (const void *)k.bias16 : (const void *)k.bias,
-                                                       narrow ? 2 : 4, rounding_any, k.multiplier, k.shift,
+                    returned = lp_pair_tiles_eight_any(g.out, g.x, g.w,
+                                                       narrow ? (const void *)g.bias16 : (const void *)g.bias,
+                                                       narrow ? 2 : 4, rounding_any, g.multiplier, g.shift,
                                                        k.zero_point,
                                                        wc.x_row_stride, wc.rows, wc.x_pixel_stride, out_pixel_stride,
                                                        wc.w_channel_stride, channels);
                 } else if (narrow && rounding_any) {
-                    returned = lp_pair_tiles_double_s8_b16(out, xo, q, wo, k.bias16, k.multiplier, k.shift,
+                    returned = lp_pair_tiles_double_s8_b16(g.out, g.x, g.q, g.w, g.bias16, g.multiplier, g.shift,
                                                            k.zero_point,
                                                            wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                            out_pixel_stride, wc.w_channel_stride, channels);
                 } else if (rounding_any) {
-                    returned = lp_pair_tiles_double_s8(out, xo, q, wo, k.bias, k.multiplier, k.shift, k.zero_point,
-                                                       wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
-                                                       out_pixel_stride, wc.w_channel_stride, channels);
+                    returned = lp_pair_tiles_double_s8(g.out, g.x, g.q, g.w, g.bias, g.multiplier, g.shift,
+                                                       k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                       wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
+                                                       channels);
                 } else if (narrow) {
-                    returned = lp_pair_tiles_s8_b16(out, xo, q, wo, k.bias16, k.multiplier, k.shift, k.zero_point,
+                    returned = lp_pair_tiles_s8_b16(g.out, g.x, g.q, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
                                                     wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                     out_pixel_stride, wc.w_channel_stride, channels);
                 } else {
-                    returned = lp_pair_tiles_s8(out, xo, q, wo, k.bias, k.multiplier, k.shift, k.zero_point,
+                    returned = lp_pair_tiles_s8(g.out, g.x, g.q, g.w, g.bias, g.multiplier, g.shift, k.zero_point,
                                                 wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                 out_pixel_stride, wc.w_channel_stride, channels);
                 }
+                pair_unguard(&g, out, q);
                 const pair_epilogue epilogue = {&k, narrow,
                                                  rounding_any ? lp_requantize_double : lp_requantize_double_small};
                 wrong = returned != 0 || q[direct == 1 ? 0 : words] != UNTOUCHED

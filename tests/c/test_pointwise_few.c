@@ -3,13 +3,15 @@
  * bias and the bundle's scalar requantization (lp_requantize_double_small, lp_saturate_int8), for 1..4 input
  * channels, 1..9 pixels, 1..9 output channels, each channel's weights in_c bytes or padded (drawn bytes) to 4 or 5, int32 or
  * int16 biases, inputs and weights at every byte alignment, values over the whole int8 range or all at the minimum,
- * biases up to +-2^20, every shift -31..-1, drawn multipliers and zero points; nothing written past the outputs.
+ * biases up to +-2^20, every shift -31..-1, drawn multipliers and zero points; every buffer handed over exactly
+ * its contract's bytes against no-access memory (guarded_buffers.h: nothing read or written past any of them).
  * Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
  * (the word loads and SMLADs). Prints "ok <count>" and exits 0, or names the first failure and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "cortex_m_test_values.h"
+#include "guarded_buffers.h"
 #include "pointwise_few.h"
 
 #define INPUTS 48   /* input elements: 9 pixels of 4 channels plus an offset */
@@ -41,8 +43,15 @@ static int32_t one_case(int32_t pixels, int32_t in_c, int32_t channels, int32_t 
     for (int32_t k = 0; k < OUTPUTS; ++k) {
         out[k] = 0x5A;
     }
-    lp_pointwise_few_s8(out, x, w, bias_bytes == 4 ? (const void *)bias32 : (const void *)bias16, bias_bytes,
-                        multiplier, shift, zero_point, pixels, in_c, channels, w_stride);
+    /* every buffer exactly what the contract lets the helper touch, against no-access memory */
+    int8_t *guarded_out = guarded_copy(0, out, pixels * channels);
+    lp_pointwise_few_s8(guarded_out, guarded_copy(1, x, pixels * in_c),
+                        guarded_copy(2, w, (channels - 1) * w_stride + in_c),
+                        guarded_copy(3, bias_bytes == 4 ? (const void *)bias32 : (const void *)bias16,
+                                     channels * bias_bytes),
+                        bias_bytes, guarded_copy(4, multiplier, channels * 4), guarded_copy(5, shift, channels),
+                        zero_point, pixels, in_c, channels, w_stride);
+    guarded_back(0, out, pixels * channels);
     for (int32_t p = 0; p < pixels; ++p) {
         for (int32_t c = 0; c < channels; ++c) {
             int32_t sum = bias_bytes == 4 ? bias32[c] : bias16[c];

@@ -1,5 +1,6 @@
 /* Unit test of the word operations of the int8 window sums (backends/cortex_m/helpers/templates/pool_sums.h.in and
- * pool_columns.h.in, with the prefix lp): lp_pool_word at every byte alignment equals the bytes it covers; lp_pool_pairs and
+ * pool_columns.h.in, with the prefix lp): lp_pool_word at every byte alignment equals the bytes it covers (its word
+ * the last of a guarded copy, guarded_buffers.h: nothing read past it); lp_pool_pairs and
  * lp_pool_pairs_ror8 on drawn accumulators and words (every half wrapping on its own, no carry between them) equal
  * the per-half sums of the contract; and the four channels of a run summed over 1..256 taps of drawn values, of
  * -128 and of 127 (the halves' extremes: -32768 and 32512) read back as (int16_t)acc and acc >> 16 equal the plain
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "guarded_buffers.h"
 #include "pool_sums.h"
 
 #define TAPS 256
@@ -70,9 +72,13 @@ int main(void)
         run[i] = (int8_t)(uint8_t)(i * 73 + 29 + (i % 3 == 0 ? 128 : 0));
     }
     for (offset = 0; offset < 4; ++offset) { /* the word at every alignment */
-        const int32_t word = lp_pool_word(run + offset);
-        for (i = 0; i < 4; ++i) {
-            expect((int8_t)(uint8_t)((uint32_t)word >> (8 * i)), run[offset + i], "word byte", offset * 4 + i);
+        for (int32_t copy = 0; copy < 2; ++copy) { /* guarded: its last byte before no-access memory, then its first's
+                                                      word after (guarded_buffers.h alternates) */
+            const int8_t *const bytes = guarded_copy(0, run, offset + 4);
+            const int32_t word = lp_pool_word(bytes + offset);
+            for (i = 0; i < 4; ++i) {
+                expect((int8_t)(uint8_t)((uint32_t)word >> (8 * i)), run[offset + i], "word byte", offset * 4 + i);
+            }
         }
     }
     for (n = 0; n < 2000; ++n) { /* drawn accumulators and words, and the halves' edges */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "guarded_buffers.h"
 #include "qlinear_nchw.h"
 
 #define MAX_CHANNELS 64
@@ -90,9 +91,13 @@ static int32_t check_rows(int32_t *checks)
                         for (int32_t p = 0; p < out_width + GUARD; ++p) {
                             out[p] = (int8_t)(0x33 ^ p);
                         }
-                        lp_qlinear_row_s8(out, x, w, channels, HEIGHT * WIDTH, HEIGHT, WIDTH, out_width, kernel_h,
-                                          kernel_w, stride, dilation, dilation, top, left, bias, multiplier,
-                                          zero_point, -128, 127, x_zero_point);
+                        /* every buffer exactly what the call reads and writes, against no-access memory */
+                        lp_qlinear_row_s8(guarded_copy(0, out, out_width),
+                                          guarded_copy(1, x, channels * HEIGHT * WIDTH),
+                                          guarded_copy(2, w, channels * kernel_h * kernel_w), channels, HEIGHT * WIDTH,
+                                          HEIGHT, WIDTH, out_width, kernel_h, kernel_w, stride, dilation, dilation,
+                                          top, left, bias, multiplier, zero_point, -128, 127, x_zero_point);
+                        guarded_back(0, out, out_width);
                         for (int32_t p = 0; p < out_width + GUARD; ++p) {
                             const int8_t want = p < out_width ? expected_row_out(
                                 x, w, channels, HEIGHT, WIDTH, kernel_h, kernel_w, stride, dilation, dilation, top,
@@ -138,7 +143,11 @@ int main(void)
                 for (int32_t p = 0; p < pixels + GUARD; ++p) {
                     out[p] = (int8_t)(0x5a ^ p);
                 }
-                lp_qlinear_pointwise_s8(out, x, w, channels, pixels, bias, multiplier, zero_point, low, high);
+                /* every buffer exactly what the call reads and writes, against no-access memory */
+                lp_qlinear_pointwise_s8(guarded_copy(0, out, pixels), guarded_copy(1, x, channels * pixels),
+                                        guarded_copy(2, w, channels), channels, pixels, bias, multiplier, zero_point,
+                                        low, high);
+                guarded_back(0, out, pixels);
                 for (int32_t p = 0; p < pixels + GUARD; ++p) {
                     const int8_t want = p < pixels ? expected_out(x, w, channels, pixels, p, bias, multiplier,
                                                                   zero_point, low, high) : (int8_t)(0x5a ^ p);

@@ -66,13 +66,18 @@ int main(void)
             for (int32_t j = 0; j < QUAD_BYTES; ++j) {
                 out[j] = PAIR_UNTOUCHED;
             }
+            /* every buffer exactly what the call reads and writes, against no-access memory */
+            const pair_guarded g = pair_guard(out, out_pixel_stride, 4, channels, xo, &wc, q, 2 * wc.rows * wc.row_len,
+                                              wo, guarded_span(channels, wc.rows * wc.row_len, wc.w_channel_stride,
+                                                               1), &k, narrow);
             const int32_t returned = narrow
-                ? lp_quad_tiles_s8_b16(out, xo, q, wo, k.bias16, k.multiplier, k.shift, k.zero_point, wc.x_row_stride,
-                                       wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
-                                       channels)
-                : lp_quad_tiles_s8(out, xo, q, wo, k.bias, k.multiplier, k.shift, k.zero_point, wc.x_row_stride,
+                ? lp_quad_tiles_s8_b16(g.out, g.x, g.q, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
+                                       wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
+                                       wc.w_channel_stride, channels)
+                : lp_quad_tiles_s8(g.out, g.x, g.q, g.w, g.bias, g.multiplier, g.shift, k.zero_point, wc.x_row_stride,
                                    wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
                                    channels);
+            pair_unguard(&g, out, q);
             const pair_epilogue epilogue = {&k, narrow, lp_requantize_double_small};
             const int wrong = returned != 0 || q[2 * wc.rows * wc.row_len] != UNTOUCHED
                 || quad_outputs_wrong(out, channels, xo, wo, &wc, &epilogue);

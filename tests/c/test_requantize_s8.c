@@ -66,13 +66,20 @@ static void check(const int32_t *acc, const int32_t *bias, const int32_t *multip
     for (c = 0; c < LANES + GUARD; ++c) {
         out[c] = out16[c] = (int8_t)0x5a;
     }
-    lp_requantize_s8(out, acc, bias, multiplier, shift, zero_point, count);
+    /* every buffer exactly the lanes', against no-access memory (guarded_buffers.h); each output in turn */
+    const int32_t *const g_acc = guarded_copy(0, acc, 4 * count), *const g_bias = guarded_copy(1, bias, 4 * count);
+    const int16_t *const g_bias16 = guarded_copy(2, bias16, 2 * count);
+    const int32_t *const g_multiplier = guarded_copy(3, multiplier, 4 * count);
+    const int8_t *const g_shift = guarded_copy(4, shift, count);
+    lp_requantize_s8(guarded_copy(5, out, count), g_acc, g_bias, g_multiplier, g_shift, zero_point, count);
+    guarded_back(5, out, count);
 #if defined(LP_HELIUM)
     if (zero_point == -128 && count >= 4) {
         check_constant_floor(acc, bias, multiplier, shift);
     }
 #endif
-    lp_requantize_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
+    lp_requantize_s8_b16(guarded_copy(5, out16, count), g_acc, g_bias16, g_multiplier, g_shift, zero_point, count);
+    guarded_back(5, out16, count);
     for (c = 0; c < LANES + GUARD; ++c) {
         const int8_t want = c < count ? expected_out(acc[c], bias[c], multiplier[c], shift[c], zero_point)
                                       : (int8_t)0x5a;

@@ -35,24 +35,44 @@ static int8_t expected_out(int32_t acc, int32_t bias, int32_t multiplier, int32_
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
+/* Where a helper writes the outputs `out` of count lanes: a guarded copy (guarded_buffers.h) in slot 5 where guarded
+   (copied back by outputs_back), else out. */
+static int8_t *outputs_at(int8_t *out, int32_t count, int guarded)
+{
+    return guarded ? guarded_copy(5, out, count) : out;
+}
+
+static void outputs_back(int8_t *out, int32_t count, int guarded)
+{
+    if (guarded) {
+        guarded_back(5, out, count);
+    }
+}
+
 /* The int32-bias helper and its lookup variant with the zero point -128 as a constant at the call (the helpers then
    leave out the negative's lowering: requantize_small_lowers). */
 static void requantize_floor(int8_t *out, int8_t *lut, const int32_t *acc, const int32_t *bias,
-                             const int32_t *multiplier, const int8_t *shift, int32_t count, const int8_t *table)
+                             const int32_t *multiplier, const int8_t *shift, int32_t count, const int8_t *table,
+                             int guarded)
 {
-    lp_requantize_small_s8(out, acc, bias, multiplier, shift, -128, count);
+    lp_requantize_small_s8(outputs_at(out, count, guarded), acc, bias, multiplier, shift, -128, count);
+    outputs_back(out, count, guarded);
 #if defined(LP_REQUANTIZE_SMALL_LUT)
-    lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, -128, count, table);
+    lp_requantize_small_lut_s8(outputs_at(lut, count, guarded), acc, bias, multiplier, shift, -128, count, table);
+    outputs_back(lut, count, guarded);
 #else
     (void)lut;
     (void)table;
+    (void)guarded;
 #endif
 }
 
 /* Both helpers on count lanes of acc, bias (int32, and the same values as int16 where the int16 ones are
-   given), multiplier, shift; every output compared, the guard bytes kept. */
+   given), multiplier, shift; every output compared, the guard bytes kept. Where guarded, every buffer handed over
+   exactly (the table its 256 bytes) against no-access memory (guarded_buffers.h; under QEMU each guarded access
+   takes the slow path, so the sweeps of values run on the plain buffers). */
 static void check(const int32_t *acc, const int32_t *bias, const int16_t *bias16, const int32_t *multiplier,
-                  const int8_t *shift, int32_t zero_point, int32_t count)
+                  const int8_t *shift, int32_t zero_point, int32_t count, int guarded)
 {
     int8_t out[LANES + GUARD], out16[LANES + GUARD], lut[LANES + GUARD], lut16[LANES + GUARD], table[256];
     int32_t c;
@@ -62,20 +82,34 @@ static void check(const int32_t *acc, const int32_t *bias, const int16_t *bias16
     for (c = 0; c < LANES + GUARD; ++c) {
         out[c] = out16[c] = lut[c] = lut16[c] = (int8_t)0x5a;
     }
+    const int32_t *const g_acc = guarded ? guarded_copy(0, acc, 4 * count) : acc;
+    const int32_t *const g_bias = guarded ? guarded_copy(1, bias, 4 * count) : bias;
+    const int16_t *const g_bias16 = guarded && bias16 != NULL ? guarded_copy(2, bias16, 2 * count) : bias16;
+    const int32_t *const g_multiplier = guarded ? guarded_copy(3, multiplier, 4 * count) : multiplier;
+    const int8_t *const g_shift = guarded ? guarded_copy(4, shift, count) : shift;
+    const int8_t *const g_table = guarded ? guarded_copy(6, table, 256) : table;
     if (zero_point == -128) { /* the constant's form: the same outputs */
-        requantize_floor(out, lut, acc, bias, multiplier, shift, count, table);
+        requantize_floor(out, lut, g_acc, g_bias, g_multiplier, g_shift, count, g_table, guarded);
     } else {
-        lp_requantize_small_s8(out, acc, bias, multiplier, shift, zero_point, count);
+        lp_requantize_small_s8(outputs_at(out, count, guarded), g_acc, g_bias, g_multiplier, g_shift, zero_point,
+                               count);
+        outputs_back(out, count, guarded);
     }
     if (bias16 != NULL) {
-        lp_requantize_small_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
+        lp_requantize_small_s8_b16(outputs_at(out16, count, guarded), g_acc, g_bias16, g_multiplier, g_shift,
+                                   zero_point, count);
+        outputs_back(out16, count, guarded);
     }
 #if defined(LP_REQUANTIZE_SMALL_LUT) /* the lookup variants (the DSP and the RISC-V epilogues define them) */
     if (zero_point != -128) {
-        lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, zero_point, count, table);
+        lp_requantize_small_lut_s8(outputs_at(lut, count, guarded), g_acc, g_bias, g_multiplier, g_shift, zero_point,
+                                   count, g_table);
+        outputs_back(lut, count, guarded);
     }
     if (bias16 != NULL) {
-        lp_requantize_small_lut_s8_b16(lut16, acc, bias16, multiplier, shift, zero_point, count, table);
+        lp_requantize_small_lut_s8_b16(outputs_at(lut16, count, guarded), g_acc, g_bias16, g_multiplier, g_shift,
+                                       zero_point, count, g_table);
+        outputs_back(lut16, count, guarded);
     }
 #endif
     for (c = 0; c < LANES + GUARD; ++c) {
@@ -148,7 +182,7 @@ int main(void)
                 shift[c] = (int8_t)(round >= 2 && c % 3 == 2 ? -1 - (-1 - shift_value + 7 * c) % 31 : shift_value);
             }
             check(acc, bias, bias16, multiplier, shift, zero_points[round % 7],
-                  round < 2 ? LANES : 1 + (round + shift_value + 31) % LANES);  /* every special lane */
+                  round < 2 ? LANES : 1 + (round + shift_value + 31) % LANES, 1);  /* every special lane */
         }
     }
     {   /* every zero point -128..127 at every shift, on the ties and the domain's ends, with multipliers 2^30,
@@ -172,7 +206,7 @@ int main(void)
                         multiplier[c] = round == 0 ? INT32_MAX : (round == 1 ? 1 << 30 : 1518500250);
                         shift[c] = (int8_t)shift_value;
                     }
-                    check(acc, bias, bias16, multiplier, shift, zero_point, LANES);
+                    check(acc, bias, bias16, multiplier, shift, zero_point, LANES, 0);
                 }
             }
         }
@@ -198,7 +232,7 @@ int main(void)
                                             : (int32_t)((m & 0x3fffffffu) | 0x40000000u);
                 shift[c] = (int8_t)(-1 - (int32_t)(next_value(&state) % 31u));
             }
-            check(acc, bias, bias16, multiplier, shift, zero_point, LANES);
+            check(acc, bias, bias16, multiplier, shift, zero_point, LANES, 0);
         }
     }
     {   /* every count, nothing past it (count 0 writes nothing); int32 biases beyond int16 */
@@ -211,7 +245,7 @@ int main(void)
             shift[c] = (int8_t)-(c + 1);
         }
         for (count = 0; count <= LANES; ++count) {
-            check(acc, bias, NULL, multiplier, shift, -3, count);
+            check(acc, bias, NULL, multiplier, shift, -3, count, 1);
         }
     }
     if (failures != 0) {

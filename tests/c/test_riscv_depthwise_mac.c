@@ -65,16 +65,23 @@ int main(void)
                         for (int32_t c = 0; c < CHANNELS; ++c) {
                             acc[c] = expected[c] = start_value(c);
                         }
+                        /* every buffer exactly what the call reads and writes, against no-access memory */
+                        int32_t *const sums = guarded_copy(0, acc, 4 * CHANNELS);
+                        const int8_t *const weights = guarded_copy(2, wo, guarded_box(rows, cols, l.w_row_stride,
+                                                                                      l.w_col_stride, CHANNELS, 1));
                         if (helper == 0) {
                             plain_depthwise(expected, xo, wo, l.x_row_stride, l.x_col_stride, l.w_row_stride,
                                             l.w_col_stride, rows, cols);
-                            returned = lp_depthwise_mac_s8x8(acc, xo, wo, l.x_row_stride, l.x_col_stride,
-                                                             l.w_row_stride, l.w_col_stride, rows, cols);
+                            returned = lp_depthwise_mac_s8x8(sums, guarded_copy(1, xo, guarded_box(rows, cols,
+                                                             l.x_row_stride, l.x_col_stride, CHANNELS, 1)), weights,
+                                                             l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                             l.w_col_stride, rows, cols);
                         } else {
                             plain_pad(expected, wo, PADS[helper - 1], l.w_row_stride, l.w_col_stride, rows, cols);
-                            returned = lp_depthwise_pad_s8x8(acc, wo, l.w_row_stride, l.w_col_stride, rows, cols,
+                            returned = lp_depthwise_pad_s8x8(sums, weights, l.w_row_stride, l.w_col_stride, rows, cols,
                                                              PADS[helper - 1], CHANNELS);
                         }
+                        guarded_back(0, acc, 4 * CHANNELS);
                         cases += 1;
                         if (call_wrong(returned, acc, expected, CHANNELS)) {
                             failures += 1;

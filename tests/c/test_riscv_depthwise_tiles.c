@@ -103,23 +103,36 @@ int main(void)
                         for (int32_t c = 0; c < MAX_CHANNELS + GUARD; ++c) {
                             out[c] = (int8_t)0x5a;
                         }
+                        /* every buffer exactly what the call reads and writes, against no-access memory */
+                        int8_t *const g_out = guarded_copy(0, out, channels);
+                        const int8_t *const g_x = guarded_copy(1, xo, guarded_box(border ? inside_rows : rows,
+                                                                                  border ? inside_cols : cols,
+                                                                                  l.x_row_stride, l.x_col_stride,
+                                                                                  channels, 1));
+                        const int8_t *const g_w = guarded_copy(2, wo, guarded_box(rows, cols, l.w_row_stride,
+                                                                                  l.w_col_stride, channels, 1));
+                        const int32_t *const g_bias = guarded_copy(3, k.bias, 4 * channels);
+                        const int16_t *const g_bias16 = guarded_copy(4, k.bias16, 2 * channels);
+                        const int32_t *const g_multiplier = guarded_copy(5, k.multiplier, 4 * channels);
+                        const int8_t *const g_shift = guarded_copy(6, k.shift, channels);
                         if (border) {
                             returned = narrow
-                                ? lp_depthwise_border_s8x8_b16(out, xo, wo, k.bias16, k.multiplier, k.shift,
+                                ? lp_depthwise_border_s8x8_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift,
                                       k.zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride,
                                       rows, cols, top, left, inside_rows, inside_cols, value, channels)
-                                : lp_depthwise_border_s8x8(out, xo, wo, k.bias, k.multiplier, k.shift, k.zero_point,
+                                : lp_depthwise_border_s8x8(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, k.zero_point,
                                       l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols,
                                       top, left, inside_rows, inside_cols, value, channels);
                         } else {
                             returned = narrow
-                                ? lp_depthwise_tiles_s8x8_b16(out, xo, wo, k.bias16, k.multiplier, k.shift,
+                                ? lp_depthwise_tiles_s8x8_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift,
                                       k.zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride,
                                       rows, cols, channels)
-                                : lp_depthwise_tiles_s8x8(out, xo, wo, k.bias, k.multiplier, k.shift, k.zero_point,
+                                : lp_depthwise_tiles_s8x8(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, k.zero_point,
                                       l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols,
                                       channels);
                         }
+                        guarded_back(0, out, channels);
                         const int wrong = returned != 0
                             || outputs_wrong(out, xo, wo, &l, rows, cols, top, left, inside_rows, inside_cols, value,
                                              channels, &k, narrow);

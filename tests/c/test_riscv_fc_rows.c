@@ -38,12 +38,19 @@ static void weights(const fc_rows_case *k, uint32_t *state)
     }
 }
 
+/* The helper on guarded copies of exactly the buffers it reads and writes (guarded_buffers.h). */
 static int32_t call(int8_t *out, const fc_rows_case *k, const int32_t *bias, const int16_t *bias16, int wide)
 {
-    return wide ? lp_fc_rows_s8x8(out, k->x, words, bias, k->multiplier, k->shift, k->zero_point, k->row_len,
-                                  k->tiles)
-                : lp_fc_rows_s8x8_b16(out, k->x, words, bias16, k->multiplier, k->shift, k->zero_point, k->row_len,
-                                      k->tiles);
+    int8_t *const g_out = guarded_copy(0, out, k->channels);
+    const int8_t *const g_x = guarded_copy(1, k->x, k->row_len);
+    const int32_t *const g_words = guarded_copy(2, words, 4 * 4 * k->row_len * k->tiles);
+    const int32_t returned
+        = wide ? lp_fc_rows_s8x8(g_out, g_x, g_words, guarded_copy(3, bias, 4 * k->channels), k->multiplier, k->shift,
+                                 k->zero_point, k->row_len, k->tiles)
+               : lp_fc_rows_s8x8_b16(g_out, g_x, g_words, guarded_copy(3, bias16, 2 * k->channels), k->multiplier,
+                                     k->shift, k->zero_point, k->row_len, k->tiles);
+    guarded_back(0, out, k->channels);
+    return returned;
 }
 
 /* What the scalar loops the helper replaces store for output channel c. */

@@ -41,6 +41,28 @@ static void plain_mac8(int32_t *acc, const int8_t *x, const int8_t *w, const win
                      wc->rows, wc->row_len);
 }
 
+/* Helper `which` (0: lp_mac_s8x8, 1: lp_mac_s8x2x8, 2: lp_mac_s8x2x8_row) on the window case wc over x and w, adding
+   to got (and got + CHANNELS for the second pixel), each buffer a guarded copy of exactly what the call reads and
+   writes (guarded_buffers.h: a byte outside one faults); its return value. */
+static int32_t guarded_call(int32_t which, int32_t *got, const int8_t *x, const int8_t *w, const window_case *wc)
+{
+    const int32_t window = guarded_span(wc->rows, wc->row_len, wc->x_row_stride, 1);
+    int32_t *const acc = guarded_copy(0, got, 4 * CHANNELS), *const acc_b = guarded_copy(1, got + CHANNELS,
+                                                                                         4 * CHANNELS);
+    const int8_t *const gx = guarded_copy(2, x, window == 0 ? 0 : (which == 0 ? 0 : wc->x_pixel_stride) + window);
+    const int8_t *const gw = guarded_copy(3, w, guarded_span(CHANNELS, wc->rows * wc->row_len, wc->w_channel_stride,
+                                                             1));
+    const int32_t returned
+        = which == 0 ? lp_mac_s8x8(acc, gx, gw, wc->x_row_stride, wc->w_channel_stride, wc->rows, wc->row_len)
+        : which == 1 ? lp_mac_s8x2x8(acc, acc_b, gx, gw, wc->x_row_stride, wc->w_channel_stride, wc->rows,
+                                     wc->row_len, wc->x_pixel_stride)
+                     : lp_mac_s8x2x8_row(acc, acc_b, gx, gw, wc->x_row_stride, wc->w_channel_stride, wc->rows,
+                                         wc->row_len, wc->x_pixel_stride);
+    guarded_back(0, got, 4 * CHANNELS);
+    guarded_back(1, got + CHANNELS, 4 * CHANNELS);
+    return returned;
+}
+
 int main(void)
 {
     static int8_t x[BUFFER], w[BUFFER];
@@ -57,7 +79,7 @@ int main(void)
         }
         cases += 3;
         plain_mac8(expected, xo, wo, &wc);
-        if (lp_mac_s8x8(got, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
+        if (guarded_call(0, got, xo, wo, &wc) != 0
             || !same(got, expected, CHANNELS, "mac_s8x8", i)) {
             failures += 1;
         }
@@ -70,11 +92,7 @@ int main(void)
         for (int32_t h = 0; h < 2; ++h) { /* lp_mac_s8x2x8, then lp_mac_s8x2x8_row: the same contract */
             plain_mac8(expected, xo, wo, &wc);
             plain_mac8(expected + CHANNELS, xo + wc.x_pixel_stride, wo, &wc);
-            const int32_t returned
-                = h == 0 ? lp_mac_s8x2x8(got, got + CHANNELS, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows,
-                                         wc.row_len, wc.x_pixel_stride)
-                         : lp_mac_s8x2x8_row(got, got + CHANNELS, xo, wo, wc.x_row_stride, wc.w_channel_stride,
-                                             wc.rows, wc.row_len, wc.x_pixel_stride);
+            const int32_t returned = guarded_call(1 + h, got, xo, wo, &wc);
             if (returned != 0 || !same(got, expected, 2 * CHANNELS, h == 0 ? "mac_s8x2x8" : "mac_s8x2x8_row", i)) {
                 failures += 1;
             }
@@ -104,11 +122,7 @@ int main(void)
             for (int32_t h = 0; h < 2; ++h) { /* the two helpers in turn, each adding to what the other left */
                 plain_mac8(expected, xo, w + wc.w_offset, &wc);
                 plain_mac8(expected + CHANNELS, xo + wc.x_pixel_stride, w + wc.w_offset, &wc);
-                const int32_t returned
-                    = h == 0 ? lp_mac_s8x2x8(got, got + CHANNELS, xo, w + wc.w_offset, wc.x_row_stride,
-                                             wc.w_channel_stride, wc.rows, wc.row_len, wc.x_pixel_stride)
-                             : lp_mac_s8x2x8_row(got, got + CHANNELS, xo, w + wc.w_offset, wc.x_row_stride,
-                                                 wc.w_channel_stride, wc.rows, wc.row_len, wc.x_pixel_stride);
+                const int32_t returned = guarded_call(1 + h, got, xo, w + wc.w_offset, &wc);
                 if (returned != 0 || !same(got, expected, 2 * CHANNELS, h == 0 ? "mac_s8x2x8" : "mac_s8x2x8_row", i)) {
                     failures += 1;
                 }
@@ -134,11 +148,7 @@ int main(void)
             for (int32_t h = 0; h < 2; ++h) {
                 plain_mac8(expected, x, far_w, &wc);
                 plain_mac8(expected + CHANNELS, x + wc.x_pixel_stride, far_w, &wc);
-                const int32_t returned
-                    = h == 0 ? lp_mac_s8x2x8(got, got + CHANNELS, x, far_w, wc.x_row_stride, wc.w_channel_stride,
-                                             wc.rows, wc.row_len, wc.x_pixel_stride)
-                             : lp_mac_s8x2x8_row(got, got + CHANNELS, x, far_w, wc.x_row_stride, wc.w_channel_stride,
-                                                 wc.rows, wc.row_len, wc.x_pixel_stride);
+                const int32_t returned = guarded_call(1 + h, got, x, far_w, &wc);
                 if (returned != 0 || !same(got, expected, 2 * CHANNELS, h == 0 ? "mac_s8x2x8" : "mac_s8x2x8_row",
                                            far_strides[f])) {
                     failures += 1;

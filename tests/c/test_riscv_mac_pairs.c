@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "guarded_buffers.h"
 #include "riscv_mac.h"
 
 #define CHANNELS 8
@@ -63,8 +64,16 @@ static int check(int32_t row_len, const char *what, long i)
     for (int32_t c = 0; c < CHANNELS; ++c) {
         got[c] = got_a[c] = got_b[c] = HELD + c;
     }
-    if (lp_mac_s8x8_pairs(got, x, words, row_len) != 0
-        || lp_mac_s8x2x8_pairs(got_a, got_b, x, words, row_len, PIXEL_STRIDE) != 0) {
+    /* every buffer exactly what each call reads and writes, against no-access memory */
+    int32_t returned = lp_mac_s8x8_pairs(guarded_copy(0, got, 4 * CHANNELS), guarded_copy(1, x, row_len),
+                                         guarded_copy(2, words, 16 * row_len), row_len);
+    guarded_back(0, got, 4 * CHANNELS);
+    returned |= lp_mac_s8x2x8_pairs(guarded_copy(0, got_a, 4 * CHANNELS), guarded_copy(3, got_b, 4 * CHANNELS),
+                                    guarded_copy(1, x, row_len == 0 ? 0 : PIXEL_STRIDE + row_len),
+                                    guarded_copy(2, words, 16 * row_len), row_len, PIXEL_STRIDE);
+    guarded_back(0, got_a, 4 * CHANNELS);
+    guarded_back(3, got_b, 4 * CHANNELS);
+    if (returned != 0) {
         printf("wrong %s: case %ld returned non-zero\n", what, i);
         return 0;
     }
@@ -85,8 +94,18 @@ static int check(int32_t row_len, const char *what, long i)
         for (int32_t c = 0; c < CHANNELS; ++c) {
             got[c] = got_a[c] = got_b[c] = HELD + c;
         }
-        if (lp_mac_s8x8_pairs_rows(got, rows_x, words, stride, 3, run) != 0
-            || lp_mac_s8x2x8_pairs_rows(got_a, got_b, rows_x, words, stride, 3, run, ROWS_PIXEL_STRIDE) != 0) {
+        const int32_t window = guarded_span(3, run, stride, 1);
+        returned = lp_mac_s8x8_pairs_rows(guarded_copy(0, got, 4 * CHANNELS), guarded_copy(1, rows_x, window),
+                                          guarded_copy(2, words, 16 * row_len), stride, 3, run);
+        guarded_back(0, got, 4 * CHANNELS);
+        returned |= lp_mac_s8x2x8_pairs_rows(guarded_copy(0, got_a, 4 * CHANNELS),
+                                             guarded_copy(3, got_b, 4 * CHANNELS),
+                                             guarded_copy(1, rows_x, window == 0 ? 0 : ROWS_PIXEL_STRIDE + window),
+                                             guarded_copy(2, words, 16 * row_len), stride, 3, run,
+                                             ROWS_PIXEL_STRIDE);
+        guarded_back(0, got_a, 4 * CHANNELS);
+        guarded_back(3, got_b, 4 * CHANNELS);
+        if (returned != 0) {
             printf("wrong %s rows: case %ld returned non-zero\n", what, i);
             return 0;
         }

@@ -67,31 +67,36 @@ int main(void)
             if (pixels == 2 && wc.row_len % 2 != 0) {
                 continue; /* the pairs' rows are of even length (the contract) */
             }
+            /* every buffer exactly what the call reads and writes, against no-access memory */
+            const pair_guarded g = pair_guard(out, out_pixel_stride, pixels, channels, xo, &wc, NULL, 0, words,
+                                              tiles == 0 ? 0 : 4 * (TILE_WORDS * (tiles - 1) + 4 * window), &k,
+                                              narrow);
             int32_t returned;
             if (pixels == 1) {
                 returned = narrow
-                    ? lp_conv_tiles_s8x8_b16(out, xo, words, k.bias16, k.multiplier, k.shift, k.zero_point,
+                    ? lp_conv_tiles_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
                                              wc.x_row_stride, wc.rows, wc.row_len, TILE_WORDS, tiles)
-                    : lp_conv_tiles_s8x8(out, xo, words, k.bias, k.multiplier, k.shift, k.zero_point, wc.x_row_stride,
+                    : lp_conv_tiles_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, TILE_WORDS, tiles);
             } else if (any_double) {
                 returned = narrow
-                    ? lp_pair_tiles_double_s8x8_b16(out, xo, words, k.bias16, k.multiplier, k.shift, k.zero_point,
+                    ? lp_pair_tiles_double_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
                                                     wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                     out_pixel_stride, TILE_WORDS, tiles)
-                    : lp_pair_tiles_double_s8x8(out, xo, words, k.bias, k.multiplier, k.shift, k.zero_point,
+                    : lp_pair_tiles_double_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point,
                                                 wc.x_row_stride,
                                                 wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
                                                 TILE_WORDS, tiles);
             } else {
                 returned = narrow
-                    ? lp_pair_tiles_s8x8_b16(out, xo, words, k.bias16, k.multiplier, k.shift, k.zero_point,
+                    ? lp_pair_tiles_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
                                              wc.x_row_stride,
                                              wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS,
                                              tiles)
-                    : lp_pair_tiles_s8x8(out, xo, words, k.bias, k.multiplier, k.shift, k.zero_point, wc.x_row_stride,
+                    : lp_pair_tiles_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
             }
+            pair_unguard(&g, out, NULL);
             const pair_epilogue epilogue = {&k, narrow,
                                              any_double ? lp_requantize_double : lp_requantize_double_small};
             const int wrong = returned != 0

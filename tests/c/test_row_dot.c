@@ -40,7 +40,13 @@ int main(void)
                 }
             }
             cases += 1;
-            if (lp_row_dot_s8x4(acc, x, w, x_stride, w_stride, row_len) != 0 || acc[0] != expected[0]
+            /* every buffer exactly what the call reads and writes, against no-access memory */
+            const int32_t returned = lp_row_dot_s8x4(guarded_copy(0, acc, 16),
+                                                     guarded_copy(1, x, guarded_span(4, row_len, x_stride, 1)),
+                                                     guarded_copy(2, w, guarded_span(4, row_len, w_stride, 1)),
+                                                     x_stride, w_stride, row_len);
+            guarded_back(0, acc, 16);
+            if (returned != 0 || acc[0] != expected[0]
                 || acc[1] != expected[1] || acc[2] != expected[2] || acc[3] != expected[3]) {
                 failures += 1;
                 printf("wrong: row_len %ld, strides %ld and %ld\n", (long)row_len, (long)x_stride, (long)w_stride);

@@ -42,7 +42,10 @@ int main(void)
                 expected8 += x8[k] * w8[k];
             }
             cases += 1;
-            if (lp_row_dot_s8(&acc8, x8, w8, row_len) != 0 || acc8 != expected8) {
+            int32_t returned = lp_row_dot_s8(guarded_copy(0, &acc8, 4), guarded_copy(1, x8, row_len),
+                                             guarded_copy(2, w8, row_len), row_len);
+            guarded_back(0, &acc8, 4);
+            if (returned != 0 || acc8 != expected8) {
                 failures += 1;
                 printf("wrong int8: row_len %ld, shift %ld\n", (long)row_len, (long)shift);
             }
@@ -54,7 +57,10 @@ int main(void)
                 expected16 += x16[k] * w16[k];
             }
             cases += 1;
-            if (lp_row_dot_s16(&acc16, x16, w16, row_len) != 0 || acc16 != expected16) {
+            returned = lp_row_dot_s16(guarded_copy(0, &acc16, 4), guarded_copy(1, x16, 2 * row_len),
+                                      guarded_copy(2, w16, 2 * row_len), row_len);
+            guarded_back(0, &acc16, 4);
+            if (returned != 0 || acc16 != expected16) {
                 failures += 1;
                 printf("wrong int16: row_len %ld, shift %ld\n", (long)row_len, (long)shift);
             }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "guarded_buffers.h"
 #include "softmax_s8.h"
 
 #define MAX_DEPTH 700
@@ -133,11 +134,19 @@ static int check(const int32_t *table, int32_t depth, int32_t spread, int32_t ro
         reference(expected + i * depth, in + i * depth, depth, table);
     }
     memset(actual, 0x55, sizeof actual);
-    if (lp_softmax_s8(actual, in, rows, depth, table) != 0 || memcmp(actual, expected, (size_t)(rows * depth)) != 0) {
+    /* every buffer exactly what the call reads and writes, against no-access memory */
+    const int32_t bytes = rows * depth;
+    const int32_t *const exp_table = guarded_copy(2, table, 256 * 4);
+    int32_t returned = lp_softmax_s8(guarded_copy(0, actual, bytes), guarded_copy(1, in, bytes), rows, depth,
+                                     exp_table);
+    guarded_back(0, actual, bytes);
+    if (returned != 0 || memcmp(actual, expected, (size_t)bytes) != 0) {
         return 1;
     }
-    (void)lp_softmax_s8(in, in, rows, depth, table); /* in place */
-    return memcmp(in, expected, (size_t)(rows * depth)) != 0;
+    int8_t *const row = guarded_copy(1, in, bytes);
+    returned = lp_softmax_s8(row, row, rows, depth, exp_table); /* in place */
+    guarded_back(1, in, bytes);
+    return returned != 0 || memcmp(in, expected, (size_t)bytes) != 0;
 }
 
 int main(void)

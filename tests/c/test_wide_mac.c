@@ -46,7 +46,11 @@ int main(void)
                 got[c] = expected[c] = start_value(c);
             }
             plain_window_mac(expected, x + x_offset, NULL, weight, len, len, 1, len);
-            if (call_wrong(lp_wide_mac_s8x4(got, x + x_offset, wide, len), got, expected, 4)) {
+            /* every buffer exactly what the call reads and writes, against no-access memory */
+            const int32_t returned = lp_wide_mac_s8x4(guarded_copy(0, got, 16), guarded_copy(1, x + x_offset, len),
+                                                      guarded_copy(2, wide, 8 * len), len);
+            guarded_back(0, got, 16);
+            if (call_wrong(returned, got, expected, 4)) {
                 failures += 1;
                 printf("wrong widened MAC: length %ld, all at the minimum %ld\n", (long)len, (long)all_min);
             }

@@ -7,7 +7,9 @@
  * images up to 12x13 (output pixel counts a multiple of four and not), 1..9 output channels, each channel's
  * weights the window's or padded to whole words (the taps summed the window's or those whole words, the padding's
  * weights drawn: the taps past the window multiply 0), int32 or int16 biases,
- * inputs and weights at every byte alignment, values over the whole int8 range or all at the minimum, biases up to +-2^26, every shift -31..-1, drawn multipliers and zero points; nothing written past the
+ * inputs and weights at every byte alignment, values over the whole int8 range or all at the minimum, biases up to
+ * +-2^26, every shift -31..-1, drawn multipliers and zero points; every buffer but the table handed over exactly
+ * against no-access memory (guarded_buffers.h); nothing written past the
  * outputs, the scratch written within lp_window1_scratch_words(taps) words. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU (the
  * assembly groups). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
@@ -83,16 +85,29 @@ static int32_t one_case(const geometry *g, int32_t channels, uint32_t *state, in
     const int32_t words = lp_window1_scratch_words(taps);
     const int sixteen = w_padding % 2 == 1 || offset == 3;
     const void *b = sixteen ? (const void *)bias16 : (const void *)bias;
-    int32_t wrong = (looked_up ? lp_window1_conv_lut_s8(out, x, w, b, multiplier, shift, q, g->in_h, g->in_w, g->in_c,
+    /* every buffer (but the table) exactly what the call reads and writes, against no-access memory */
+    int8_t *const guarded_out = guarded_copy(0, out, pixels * channels);
+    int32_t *const guarded_q = guarded_copy(1, q, 4 * words);
+    const int8_t *const guarded_x = guarded_copy(2, x, g->in_h * g->in_w * g->in_c);
+    const int8_t *const guarded_w = guarded_copy(3, w, (channels - 1) * w_stride + taps);
+    const void *const guarded_b = guarded_copy(4, b, channels * (sixteen ? 2 : 4));
+    const int32_t *const guarded_multiplier = guarded_copy(5, multiplier, 4 * channels);
+    const int8_t *const guarded_shift = guarded_copy(6, shift, channels);
+    int32_t wrong = (looked_up ? lp_window1_conv_lut_s8(guarded_out, guarded_x, guarded_w, guarded_b,
+                                                        guarded_multiplier, guarded_shift, guarded_q, g->in_h, g->in_w,
+                                                        g->in_c,
                                                         g->in_w * g->in_c, g->kh, g->kw, g->stride_h, g->stride_w,
                                                         g->dilation_h, g->dilation_w, g->pad_top, g->pad_left,
                                                         g->out_w, pixels, channels, pad_value, zero_point, taps,
                                                         w_stride, sixteen ? 2 : 4, table)
-                               : lp_window1_conv_s8(out, x, w, b, multiplier, shift, q, g->in_h, g->in_w, g->in_c,
+                               : lp_window1_conv_s8(guarded_out, guarded_x, guarded_w, guarded_b, guarded_multiplier,
+                                                    guarded_shift, guarded_q, g->in_h, g->in_w, g->in_c,
                                                     g->in_w * g->in_c, g->kh, g->kw, g->stride_h, g->stride_w,
                                                     g->dilation_h, g->dilation_w, g->pad_top, g->pad_left, g->out_w,
                                                     pixels, channels, pad_value, zero_point, taps, w_stride,
                                                     sixteen ? 2 : 4)) != 0;
+    guarded_back(0, out, pixels * channels);
+    guarded_back(1, q, 4 * words);
     for (int32_t i = 0; i < pixels; ++i) {
         for (int32_t c = 0; c < channels; ++c) {
             const int8_t v = expected_out(x, w, w_stride, g, i, c, bias[c], multiplier[c], shift[c], pad_value,

@@ -58,6 +58,8 @@ from packager.template_files import helper_template_c
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
 TEST_VALUES = "cortex_m_test_values.h"
 """The unit tests' shared inputs (a header beside them)."""
+GUARDED_BUFFERS = "guarded_buffers.h"
+"""The unit tests' exact-size buffers against no-access memory (host: ASan; QEMU: MPU or PMP guards)."""
 PREFIX = "lp"
 HELIUM_MACRO = f"{macro_prefix(PREFIX)}_HELIUM"
 """What helium_lanes.h.in defines where the compiler has MVE: the Helium bodies are compiled only then."""
@@ -118,9 +120,10 @@ class HelperUnitTest:
         return "#include <stdint.h>\n" + "".join(self.template_c(template, PREFIX) for template in self.templates)
 
     def write_files(self, folder: Path) -> None:
-        """`<name>.h` and the shared inputs' header into `folder`."""
+        """`<name>.h`, the shared inputs' header and the guarded buffers' header into `folder`."""
         (folder / f"{self.name}.h").write_text(self.header_text())
         shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
+        shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, folder / GUARDED_BUFFERS)
 
 
 SCALAR_REQUANTIZE = ("double", SATURATE_INT8)

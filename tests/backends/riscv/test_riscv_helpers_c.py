@@ -27,6 +27,8 @@ from required_tools import require_tools
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
 TEST_VALUES = "cortex_m_test_values.h"
 """The window cases and plain sums the Cortex-M window MAC helpers' tests share (a header beside them)."""
+GUARDED_BUFFERS = "guarded_buffers.h"
+"""The unit tests' exact-size buffers against no-access memory (host: ASan; QEMU: MPU or PMP guards)."""
 PREFIX = "lp"
 PROFILES = ["rv32imc", "rv32imafc"]
 LIBRARY_HEADER = "riscv_mac.h"
@@ -60,6 +62,7 @@ def write_unit_files(folder: Path, unit: str) -> Path:
     (folder / CONV_TILES4_HEADER).write_text("#include <stdint.h>\n#define LP_WHOLE_TILES_ONLY 1\n" + scalar
                                              + riscv_helpers_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
+    shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, folder / GUARDED_BUFFERS)
     return UNIT_TESTS / f"test_{unit}.c"
 
 
@@ -84,6 +87,7 @@ def test_the_int8_softmax_passes_its_unit_test_under_qemu_virt(tmp_path: Path, p
     TFLite's arithmetic in 64-bit C) built for each RISC-V profile and run on QEMU virt: its portable C, no DSP."""
     require_tools(RISCV_TOOLS)
     (tmp_path / "softmax_s8.h").write_text("#include <stdint.h>\n" + softmax_s8_helper_c(PREFIX))
+    shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, tmp_path / GUARDED_BUFFERS)
     result = run_c_program_under_riscv_qemu(tmp_path, profile, UNIT_TESTS / "test_softmax_s8.c")
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
 
