@@ -297,9 +297,10 @@ def _runs(g: _Geometry, c, loop, call, ins) -> tuple:
     def tiles(y: tirx.PrimExpr, _x0: tirx.PrimExpr) -> tirx.Stmt:
         def tile(t: tirx.PrimExpr) -> tirx.Stmt:
             first = tirx.min(t * c(LANES), c(run - LANES)) if run % LANES else t * c(LANES)
-            phase = tirx.truncdiv(tirx.truncmod(first, c(channels)), c(step))
-            return call(y * c(run) + first, first, (element_address(phase_w, phase * c(taps * LANES)),
-                                                    *(element_address(buffer, phase * c(LANES))
+            # the phase's constants at its slot (phase / step) * LANES: no division, step divides LANES
+            phase = tirx.truncmod(first, c(channels))
+            return call(y * c(run) + first, first, (element_address(phase_w, phase * c(taps * LANES // step)),
+                                                    *(element_address(buffer, phase * c(LANES // step))
                                                       for buffer in (phase_b, phase_m, phase_s))),
                         (g.pitch, g.dilation[1] * channels, g.kw * LANES, LANES, g.kh, g.kw, LANES))
         return loop("t", -(-run // LANES), tile)
