@@ -100,3 +100,21 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     assert len(pixel_kernels) == len(PIXELS) and not any("phase_w" in body for body in pixel_kernels), kernels
     # the strips: each band 8 pixels of 42 channels over 3 rows (6 outputs, or 4 at dilation 2)
     assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 2, kernels
+
+
+def test_pixel_tiles_band_is_the_widest_strip_within_its_stack_bound():
+    """The pixel tiles' band (a strip of `strip_pixels` output pixels' window columns over the window's rows) stays
+    within BAND_BYTES of stack and is the widest strip that does (whole rows where they fit), or none where not one
+    pixel's window fits (the generic kernel then)."""
+    from backends.cortex_m.schedules.depthwise_runs import BAND_BYTES, strip_pixels
+
+    def band(strip: int, channels: int, kh: int, kw: int, dilation: int) -> int:
+        return kh * (strip + (kw - 1) * dilation) * channels
+
+    for channels in (5, 30, 42, 90, 130, 255):
+        for kh, kw, dilation in ((3, 3, 1), (5, 5, 1), (3, 3, 2), (1, 10, 1), (2, 3, 1)):
+            for out_w in (1, 5, 13, 64):
+                strip = strip_pixels(channels, kh, kw, dilation, out_w)
+                assert 0 <= strip <= out_w
+                assert strip == 0 or band(strip, channels, kh, kw, dilation) <= BAND_BYTES
+                assert strip == out_w or band(strip + 1, channels, kh, kw, dilation) > BAND_BYTES
