@@ -43,7 +43,8 @@ from backends.backend import HelperLibrary
 from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c, helium_batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import copy_helper_c, helium_max_s8_helper_c, max_s8_helper_c
-from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_PAIR_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
+from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_PAIR_TEMPLATE, DEPTHWISE_PIXEL_TEMPLATE,
+                                                       DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE,
                                                   STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE, dsp_template_c,
@@ -158,6 +159,18 @@ DEPTHWISE_PAIR_HELPERS = HelperLibrary("cortex_m_depthwise_pair", depthwise_pair
 """The two-pixel depthwise channel tiles of DSP cores (`backends.cortex_m.schedules.depthwise_pairs`): a library of
 its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose one-pixel tiles and
 requantization lanes it uses."""
+
+
+def depthwise_pixel_helpers_c(prefix: str) -> str:
+    """One pixel's depthwise tiles of any channel count's C definition for the bundle `prefix` (`depthwise_mac_c`'s
+    DEPTHWISE_PIXEL_TEMPLATE)."""
+    return dsp_template_c(DEPTHWISE_PIXEL_TEMPLATE, prefix)
+
+
+DEPTHWISE_PIXEL_HELPERS = HelperLibrary("cortex_m_depthwise_pixel", depthwise_pixel_helpers_c, (CORTEX_M_HELPERS,))
+"""One pixel's depthwise tiles of any channel count from four on DSP cores (`backends.cortex_m.schedules.
+depthwise_runs`' pixel tiles): a library of its own, which only the bundles whose kernels call it define, after
+CORTEX_M_HELPERS, whose fused tile it calls."""
 HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)
 """The float multiply-accumulates of Helium cores: their calls record this library, which a bundle defines as it
 is (`backends.backend.Backend.bundle_helper_libraries` swaps only CORTEX_M_HELPERS), so a float bundle defines

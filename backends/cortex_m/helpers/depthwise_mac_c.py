@@ -47,6 +47,10 @@ epilogue's (`requantize_small_c`) in a bundle."""
 DEPTHWISE_PAIR_TEMPLATE = "depthwise_pair.h.in"
 """The fused channel tiles of two interior pixels at once (`<prefix>_depthwise_pair_s8x4w16`, `_b16`), after
 DEPTHWISE_TILES_TEMPLATE in a bundle (a library of its own: `backends.cortex_m.helpers.DEPTHWISE_PAIR_HELPERS`)."""
+DEPTHWISE_PIXEL_TEMPLATE = "depthwise_pixel.h.in"
+"""The fused tiles of one pixel of any channel count from four (`<prefix>_depthwise_pixel_s8x4`, `_b16`: the last
+tile overlapping), after DEPTHWISE_TILES_TEMPLATE in a bundle (a library of its own:
+`backends.cortex_m.helpers.DEPTHWISE_PIXEL_HELPERS`)."""
 _TAGS = {"int8": "s8", "int16": "s16"}
 DEPTHWISE_MAC_INPUT_TYPES = tuple(_TAGS)
 """The input types of the depthwise helpers (their weights are int8)."""
@@ -81,6 +85,12 @@ def dsp_depthwise_pad_helper_name(prefix: str, weights: str = "int8") -> str:
     """The C name of the DSP cores' padding products of a border pixel's four-channel tile in the bundle `prefix`,
     over weights of type `weights`."""
     return f"{prefix}_depthwise_pad_s8x4{WEIGHT_TAGS[weights]}"
+
+
+def dsp_depthwise_pixel_helper_name(prefix: str, bias: str) -> str:
+    """The C name of one pixel's fused tiles of any channel count (int8 weights) for biases of type `bias` ("int32"
+    or "int16") in the bundle `prefix`."""
+    return bias_form(f"{prefix}_depthwise_pixel_s8x4", bias)
 
 
 def dsp_depthwise_pair_helper_name(prefix: str, bias: str) -> str:

@@ -1,42 +1,74 @@
 """The DSP cores' kernel of an int8 DEPTHWISE_CONV_2D whose channels are not whole tiles of four (depth multiplier 1,
 stepping one column): its output rows as runs of elements, four a call of the fused depthwise tile
-(`<prefix>_depthwise_tiles_s8x4`, `backends.cortex_m.schedules.depthwise_tiles.DSP_TILES_OPS`), whatever the channel
-count: the kernel the int8 lowering writes for such a layer where the backend gives one
-(`backends.backend.KernelSchedules.few_channel_depthwise`).
+(`<prefix>_depthwise_tiles_s8x4`, `backends.cortex_m.schedules.depthwise_tiles.DSP_TILES_OPS`), or from five
+channels on its pixels' tiles of four channels, the last one overlapping (`<prefix>_depthwise_pixel_s8x4`,
+PIXEL_OPS), whatever the channel count: the kernel the int8 lowering writes for such a layer where the backend gives
+one (`backends.backend.KernelSchedules.few_channel_depthwise`).
 
-Why: the DSP depthwise schedules take four consecutive channels of a pixel a tap, so a layer of 3, 5 or 6 channels
+Why: the DSP depthwise schedules take four consecutive channels of a pixel a tap, so a layer of 3, 5 or 30 channels
 kept TVM's scalar loop nest, one copy per border case (cortex-m4f: a 3x3 layer over 12x12x3 12.4 instructions per MAC,
-974 B of code). Where the window steps one column, an output row's elements (pixel x's channel c is element
-x * C + c) read their taps at one offset from the element whatever the channel (tap (r, k) at input row r, element
-+ k * dilation * C), so any four consecutive elements are a tile: its lanes' channels are (e + lane) mod C from its
-first element e, its weights those of the tile's phase e mod C. The kernel builds on its stack, once per call, the
-weights, biases, multipliers and shifts of each of the C phases in the tile's lane order (weight[r, k, (p + lane) mod
-C]), and per output row the window's rows as a band padded with the input's zero point (the padding's value: the
-zero point is folded into the biases), then calls the tile on the band for each four elements of the row, the last
-four ending at the row's end (it may overlap the one before it: both write the same values). The same sums of the
-same products and TFLite's double-rounding requantization: bit-exact.
+974 B of code; over 25x5x30 11.2). Both forms read a band: per output row (a strip of it, below) the window's rows
+copied to the stack, padded with the input's zero point (the padding's value: the zero point is folded into the
+biases), so that every output reads its window at one offset and no border case remains.
+
+Runs: where the window steps one column, an output row's elements (pixel x's channel c is element x * C + c) read
+their taps at one offset from the element whatever the channel (tap (r, k) at input row r, element + k * dilation *
+C), so any four consecutive elements are a tile: its lanes' channels are (e + lane) mod C from its first element e,
+its weights those of the tile's phase e mod C. The tiles start at elements 4t and the row's last four (run - 4, with
+run a multiple of C), so their phases are the multiples of g = gcd(C, 4): the kernel lays out on its stack, once
+per call, the weights, biases, multipliers and shifts of those C / g phases in the tile's lane order (weight[r, k,
+(p + lane) mod C]), then calls the tile on the band for each four elements of the row, the last four ending at the
+row's end (it may overlap the one before it: both write the same values).
+
+Pixel tiles (from five channels, where `pixel_tiles_pay`, or where the runs' band or phases do not fit): each output
+pixel is one call of `<prefix>_depthwise_pixel_s8x4`, the fused tiles of its channels 0-3, 4-7, .. and its last
+four (C - 4 on), reading the weights, biases, multipliers and shifts where they are (no phases), the band a strip
+of `strip_pixels` output pixels' windows (whole rows where they fit BAND_BYTES; the last strip of a row ending at
+the row's end, overlapping the one before it), so that any channel count whose one pixel's window columns fit
+takes them. Cortex-m4f, a 3x3 layer over 25x5x30 (ds_cnn_w30_49x10_int8's): 379,404 -> 159,463 instructions (11.2
+-> 4.7 per MAC; 28 channels through the DSP depthwise schedules: 4.1); over 12x12x42 (three strips a row) 4.9 per MAC
+(44 channels: 3.8).
+
+The same sums of the same products and TFLite's double-rounding requantization: bit-exact.
 
 Chosen by shape (`few_channel_depthwise` gives None elsewhere: the generic kernel then): one int8 image, depth
 multiplier 1, channels not a multiple of four (at least 2), a window stepping one column (any row stride, dilation,
 padding), an output row of at least four elements, int32 or int16 biases with the input zero point folded in,
-per-channel multipliers and shifts of the "double_small" requantization, no activation narrower than int8, a band and
-phases within BAND_BYTES and PHASE_BYTES of stack, and at least INSIDE of the window taps in the image.
+per-channel multipliers and shifts of the "double_small" requantization, no activation narrower than int8, a band
+within BAND_BYTES (and the runs' phases within PHASE_BYTES) of stack, and at least INSIDE of the window taps in the
+image.
 """
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+from math import gcd
 from typing import Optional, Sequence
 
 from tvm import te, tirx
 
-from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES_OPS
+from backends.bias_forms import BIAS_TYPES, by_bias
+from backends.cortex_m.helpers import DEPTHWISE_PIXEL_HELPERS
+from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pixel_helper_name
+from backends.cortex_m.schedules.depthwise_tiles import DEPTHWISE_TILES_ACCESS, DSP_TILES_OPS
 from backends.cortex_m.schedules.window1_conv import _Stage
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero, row_major_indices
+from tvm_ext.tir.helper_calls import register_helper_call
+
+PIXEL_OPS = by_bias("tvm_ext.depthwise_pixel_s8x4")
+"""One pixel's fused tiles of any channel count from four per bias type (``depthwise_pixel.h.in``): the fused
+tile's call (`DSP_TILES_OPS`), the last tile overlapping the one before it."""
+for _bias in BIAS_TYPES:
+    register_helper_call(PIXEL_OPS[_bias], DEPTHWISE_PIXEL_HELPERS,
+                         functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
 
 BAND_BYTES = 1024
-"""The most bytes of the window's rows, padded, the kernel keeps on its stack."""
+"""The most bytes of the window's rows, padded, the kernel keeps on its stack (the band: whole rows for the runs,
+a strip of them for pixel tiles)."""
 PHASE_BYTES = 1024
-"""The most bytes of the phases' constants the kernel keeps on its stack (`phase_bytes`)."""
+"""The most bytes of the runs' phases' constants the kernel keeps on its stack (`phase_bytes`); the kernel's stack
+is at most BAND_BYTES + PHASE_BYTES and its scalars."""
 LANES = 4
 """The elements of one tile (the fused helper's four channels)."""
 INSIDE = 2 / 3
@@ -44,6 +76,13 @@ INSIDE = 2 / 3
 padded band, where the generic kernel's border cases skip the padding's (the layer sweep's 3x3 of dilation 3 over
 6x6x5, 44% inside: 10,931 -> 11,130 instructions on cortex-m4f with the runs; its 3x3 over 6x6x5, 79%: 19,451 ->
 10,949)."""
+RUN_CALL_COST = 1.2
+"""A run's tile call's instructions in pixel tiles' tile calls (cortex-m4f, 3x3: 193-202 instructions a run's call
+over 12x12 pixels of 5-10 channels, its phase's address from the element; a pixel tile 164-175 over 25x5x30 and
+12x12x42)."""
+PIXEL_PASS_TILES = 0.25
+"""A pixel's second pass (its last tile's) in pixel tiles' tile calls beside its tiles' (the 3x3 over 12x12x7: 362
+instructions a pixel of two tiles)."""
 
 
 def inside_share(size: int, kernel: int, stride: int, dilation: int, before: int, outputs: int) -> float:
@@ -53,10 +92,24 @@ def inside_share(size: int, kernel: int, stride: int, dilation: int, before: int
     return inside / (outputs * kernel)
 
 
-def phase_bytes(channels: int, taps: int, bias_bytes: int) -> int:
-    """The stack bytes of the C phases' constants in lane order: per phase and lane its int8 weight of each of the
-    window's `taps`, its bias (`bias_bytes`), int32 multiplier and int8 shift."""
-    return channels * LANES * (taps + bias_bytes + 4 + 1)
+def phase_bytes(phases: int, taps: int, bias_bytes: int) -> int:
+    """The stack bytes of the runs' `phases` phases' constants in lane order: per phase and lane its int8 weight of
+    each of the window's `taps`, its bias (`bias_bytes`), int32 multiplier and int8 shift."""
+    return phases * LANES * (taps + bias_bytes + 4 + 1)
+
+
+def pixel_tiles_pay(channels: int, out_w: int) -> bool:
+    """Whether pixel tiles run an output row of `out_w` pixels of `channels` channels in fewer instructions than the
+    runs: ceil(channels / 4) tile calls and a second pass (PIXEL_PASS_TILES) a pixel against the runs' ceil(out_w *
+    channels / 4) calls of RUN_CALL_COST each (their code is about the same: one inlined tile each; cortex-m4f, 3x3
+    over 12x12x7: 824 B pixel tiles, 968 B runs)."""
+    return out_w * (-(-channels // LANES) + PIXEL_PASS_TILES) < -(-out_w * channels // LANES) * RUN_CALL_COST
+
+
+def strip_pixels(channels: int, kh: int, kw: int, dilation: int, out_w: int) -> int:
+    """The most output pixels of a row (at most `out_w`) whose windows' columns (`kw` taps `dilation` apart) over
+    `kh` rows of `channels` channels fit BAND_BYTES; 0 where not one pixel's do."""
+    return max(0, min(out_w, BAND_BYTES // (kh * channels) - (kw - 1) * dilation))
 
 
 def _fits(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: _Stage,
@@ -76,7 +129,7 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
                           multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
                           zero_point_in_bias: bool = False) -> Optional[te.Tensor]:
     """An int8 DEPTHWISE_CONV_2D (operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s: weight
-    (KH, KW, C)) as runs of four-element tiles (module docstring), or None where they do not fit it."""
+    (KH, KW, C)) as runs of four-element tiles or pixel tiles (module docstring), or None where neither fits."""
     if not _fits(data, weight, bias, output, multiplier, shift, zero_point_in_bias) or strides[1] != 1:
         return None
     _, in_h, in_w, channels = (int(d) for d in data.shape)
@@ -84,73 +137,172 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
     top, left, bottom, right = (int(p) for p in padding)
     out_h = (in_h + top + bottom - (kh - 1) * dilation[0] - 1) // strides[0] + 1
     out_w = in_w + left + right - (kw - 1) * dilation[1]
-    run = out_w * channels  # an output row's elements
-    pitch = (left + in_w + right) * channels  # a band row's
-    taps = kh * kw
     share = inside_share(in_h, kh, strides[0], dilation[0], top, out_h) * inside_share(in_w, kw, 1, dilation[1], left,
                                                                                         out_w)
-    bias_bytes = 4 if str(bias.dtype) == "int32" else 2
-    if (run < LANES or kh * pitch > BAND_BYTES or phase_bytes(channels, taps, bias_bytes) > PHASE_BYTES
-            or share < INSIDE):
+    if out_w * channels < LANES or share < INSIDE:
         return None
-    op = DSP_TILES_OPS[str(bias.dtype)]
-
-    def build(ins, outs):
-        source, weights, biases, multipliers, shifts = ins
-        index = str(outs[0].shape[0].ty.dtype)
-
-        def c(value: int) -> tirx.PrimExpr:
-            return tirx.const(value, index)
-
-        def loop(name: str, extent: int, body) -> tirx.Stmt:
-            var = tirx.Var(name, index)
-            return tirx.For(var, c(0), c(extent), tirx.ForKind.SERIAL, body(var))
-
-        band = tirx.decl_buffer((kh * pitch,), "int8", name="band", scope="local")
-        phase_w = tirx.decl_buffer((channels * taps * LANES,), "int8", name="phase_w", scope="local")
-        phase_b = tirx.decl_buffer((channels * LANES,), str(bias.dtype), name="phase_b", scope="local")
-        phase_m = tirx.decl_buffer((channels * LANES,), "int32", name="phase_m", scope="local")
-        phase_s = tirx.decl_buffer((channels * LANES,), "int8", name="phase_s", scope="local")
-        zero_point = tirx.const(input_zero_point, "int8")
-
-        def phases(p: tirx.PrimExpr) -> tirx.Stmt:
-            def lane(k: tirx.PrimExpr) -> tirx.Stmt:
-                channel, at = tirx.truncmod(p + k, c(channels)), p * c(LANES) + k
-                tap_weights = loop("t", taps, lambda t: tirx.BufferStore(
-                    phase_w, tirx.BufferLoad(weights, [tirx.truncdiv(t, c(kw)), tirx.truncmod(t, c(kw)), channel]),
-                    [(p * c(taps) + t) * c(LANES) + k]))
-                return tirx.SeqStmt([tirx.BufferStore(buffer, tirx.BufferLoad(values, [channel]), [at])
-                                     for buffer, values in ((phase_b, biases), (phase_m, multipliers),
-                                                            (phase_s, shifts))] + [tap_weights])
-            return loop("k", LANES, lane)
-
-        def band_row(y: tirx.PrimExpr, r: tirx.PrimExpr) -> tirx.Stmt:
-            """Band row r: input row y * stride - top + r * dilation's elements, or the zero point outside."""
-            row = y * c(strides[0]) - c(top) + r * c(dilation[0])
-            at = r * c(pitch) + c(left * channels)
-            inside = loop("i", in_w * channels, lambda i: tirx.BufferStore(
-                band, tirx.BufferLoad(source, row_major_indices(source, row * c(in_w * channels) + i)), [at + i]))
-            outside = loop("i", in_w * channels, lambda i: tirx.BufferStore(band, zero_point, [at + i]))
-            return tirx.IfThenElse(tirx.all(row >= c(0), row < c(in_h)), inside, outside)
-
-        def tile(y: tirx.PrimExpr, t: tirx.PrimExpr) -> tirx.Stmt:
-            first = tirx.min(t * c(LANES), c(run - LANES)) if run % LANES else t * c(LANES)
-            phase = tirx.truncmod(first, c(channels))
-            sizes = (pitch, dilation[1] * channels, kw * LANES, LANES, kh, kw, LANES)
-            return tirx.Evaluate(tirx.call_intrin(
-                "int32", op, element_address(outs[0], y * c(run) + first), element_address(band, first),
-                element_address(phase_w, phase * c(taps * LANES)), element_address(phase_b, phase * c(LANES)),
-                element_address(phase_m, phase * c(LANES)), element_address(phase_s, phase * c(LANES)),
-                tirx.const(output.zero_point, "int32"), *(tirx.const(size, "int32") for size in sizes)))
-
-        def out_row(y: tirx.PrimExpr) -> tirx.Stmt:
-            return tirx.SeqStmt([loop("r", kh, lambda r: band_row(y, r)),
-                                 loop("t", -(-run // LANES), lambda t: tile(y, t))])
-
-        return tirx.SeqStmt([*(tirx.AllocBuffer(buffer) for buffer in (band, phase_w, phase_b, phase_m, phase_s)),
-                             loop("p", channels, phases),
-                             loop("i", kh * pitch, lambda i: tirx.BufferStore(band, zero_point, [i])),
-                             loop("y", out_h, out_row)])
-
-    return extern_from_zero((1, out_h, out_w, channels), [data, weight, bias, multiplier, shift], build,
+    used = channels // gcd(channels, LANES)  # the phases the runs' tiles start at (module docstring)
+    runs_fit = (kh * (in_w + left + right) * channels <= BAND_BYTES
+                and phase_bytes(used, kh * kw, 4 if str(bias.dtype) == "int32" else 2) <= PHASE_BYTES)
+    strip = strip_pixels(channels, kh, kw, dilation[1], out_w)
+    if channels > LANES and strip > 0 and (not runs_fit or pixel_tiles_pay(channels, out_w)):
+        geometry = _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, strip)
+    elif runs_fit:
+        geometry = _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, out_w,
+                             runs=used)
+    else:
+        return None
+    op = (PIXEL_OPS if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
+    return extern_from_zero((1, out_h, out_w, channels), [data, weight, bias, multiplier, shift],
+                            lambda ins, outs: _kernel(geometry, op, input_zero_point, output.zero_point, ins, outs),
                             "depthwise_conv2d_int8_runs")
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """A layer's shape as the kernel reads it: its input (in_h x in_w x channels), window (kh x kw, `dilation`
+    (rows, columns) apart), padding ahead (top, left), row stride, output (out_h x out_w), the output pixels of
+    one band (`strip`, out_w where the band holds whole rows) and the phases the runs lay out (`runs`; 0: pixel
+    tiles)."""
+
+    in_h: int
+    in_w: int
+    channels: int
+    kh: int
+    kw: int
+    top: int
+    left: int
+    stride: int
+    dilation: Sequence[int]
+    out_h: int
+    out_w: int
+    strip: int
+    runs: int = 0
+
+    @property
+    def band_pixels(self) -> int:
+        """The pixels of one band row: the strip's windows' columns."""
+        return self.strip + (self.kw - 1) * self.dilation[1]
+
+    @property
+    def pitch(self) -> int:
+        """The elements of one band row."""
+        return self.band_pixels * self.channels
+
+    @property
+    def strips(self) -> int:
+        """The bands of one output row (where `strip` does not divide out_w, some overlap the one before them)."""
+        return -(-self.out_w // self.strip)
+
+
+def _kernel(g: _Geometry, op: str, input_zero_point: int, output_zero_point: int, ins, outs) -> tirx.Stmt:
+    """The kernel's statements (module docstring) on the extern stage's buffers `ins` (data, weights, biases,
+    multipliers, shifts) and `outs`, the tile helper's `op`."""
+    source, weights, biases, multipliers, shifts = ins
+    index = str(outs[0].shape[0].ty.dtype)
+    channels = g.channels
+
+    def c(value: int) -> tirx.PrimExpr:
+        return tirx.const(value, index)
+
+    def loop(name: str, extent: int, body) -> tirx.Stmt:
+        var = tirx.Var(name, index)
+        return tirx.For(var, c(0), c(extent), tirx.ForKind.SERIAL, body(var))
+
+    band = tirx.decl_buffer((g.kh * g.pitch,), "int8", name="band", scope="local")
+    zero_point = tirx.const(input_zero_point, "int8")
+
+    def copy(at: tirx.PrimExpr, row: tirx.PrimExpr, column: tirx.PrimExpr, pixels: int) -> tirx.Stmt:
+        """Band elements from `at` on: `pixels` pixels of input row `row` from `column` on."""
+        start = (row * c(g.in_w) + column) * c(channels)
+        return loop("i", pixels * channels, lambda i: tirx.BufferStore(
+            band, tirx.BufferLoad(source, row_major_indices(source, start + i)), [at + i]))
+
+    def fill(at: tirx.PrimExpr, pixels: int) -> tirx.Stmt:
+        """Band elements from `at` on: `pixels` pixels of the padding (the input's zero point)."""
+        return loop("i", pixels * channels, lambda i: tirx.BufferStore(band, zero_point, [at + i]))
+
+    def band_row(y: tirx.PrimExpr, r: tirx.PrimExpr, x0: tirx.PrimExpr) -> tirx.Stmt:
+        """Band row r of output row y's band from output pixel x0 on: input row y * stride - top + r * dilation's
+        pixels from column x0 - left on, or the zero point outside the image."""
+        row = y * c(g.stride) - c(g.top) + r * c(g.dilation[0])
+        at = r * c(g.pitch)
+        if g.strips == 1:  # the padding's columns stay the zero point the kernel's start wrote
+            inside, outside = copy(at + c(g.left * channels), row, c(0), g.in_w), fill(at + c(g.left * channels),
+                                                                                       g.in_w)
+        else:
+            column = x0 - c(g.left)
+
+            def pixel(j: tirx.PrimExpr) -> tirx.Stmt:
+                return tirx.IfThenElse(tirx.all(column + j >= c(0), column + j < c(g.in_w)),
+                                       copy(at + j * c(channels), row, column + j, 1),
+                                       fill(at + j * c(channels), 1))
+            inside = tirx.IfThenElse(tirx.all(column >= c(0), column + c(g.band_pixels) <= c(g.in_w)),
+                                     copy(at, row, column, g.band_pixels), loop("j", g.band_pixels, pixel))
+            outside = fill(at, g.band_pixels)
+        return tirx.IfThenElse(tirx.all(row >= c(0), row < c(g.in_h)), inside, outside)
+
+    def call(out: tirx.PrimExpr, element: tirx.PrimExpr, constants: tuple, sizes: tuple) -> tirx.Stmt:
+        """The tile helper's call writing outputs from element `out` on, reading the band from `element` on: its
+        weights, biases, multipliers and shifts at `constants` (addresses), the band's and weights' strides and
+        the window's size and channels `sizes`."""
+        return tirx.Evaluate(tirx.call_intrin(
+            "int32", op, element_address(outs[0], out), element_address(band, element), *constants,
+            tirx.const(output_zero_point, "int32"), *(tirx.const(size, "int32") for size in sizes)))
+
+    if g.runs:
+        tiles, buffers, layout = _runs(g, c, loop, call, ins)
+    else:
+        def tiles(y: tirx.PrimExpr, x0: tirx.PrimExpr) -> tirx.Stmt:
+            return loop("x", g.strip, lambda x: call(
+                (y * c(g.out_w) + x0 + x) * c(channels), x * c(channels),
+                tuple(element_address(values, c(0)) for values in (weights, biases, multipliers, shifts)),
+                (g.pitch, g.dilation[1] * channels, g.kw * channels, channels, g.kh, g.kw, channels)))
+        buffers, layout = [], []
+
+    def strip(y: tirx.PrimExpr, s: tirx.PrimExpr) -> tirx.Stmt:
+        # the strips' first pixels spread evenly from 0 to out_w - strip, at most `strip` apart (a quotient, not a
+        # min: the copies' indices then evaluate as runs, extern_helpers)
+        x0 = tirx.floordiv(s * c(g.out_w - g.strip), c(g.strips - 1)) if g.strips > 1 else c(0)
+        return tirx.SeqStmt([loop("r", g.kh, lambda r: band_row(y, r, x0)), tiles(y, x0)])
+
+    return tirx.SeqStmt([*(tirx.AllocBuffer(buffer) for buffer in (band, *buffers)), *layout,
+                         loop("i", g.kh * g.pitch, lambda i: tirx.BufferStore(band, zero_point, [i])),
+                         loop("y", g.out_h, lambda y: loop("s", g.strips, lambda s: strip(y, s)))])
+
+
+def _runs(g: _Geometry, c, loop, call, ins) -> tuple:
+    """The runs of four elements of an output row (module docstring): (the row's tile calls as a function of the
+    row and its first pixel (0), the phases' stack buffers, the statements laying out the used phases); `c`,
+    `loop` and `call` the kernel's constants, loops and tile call, `ins` its inputs."""
+    _, weights, biases, multipliers, shifts = ins
+    channels, used, taps, run = g.channels, g.runs, g.kh * g.kw, g.out_w * g.channels
+    step = channels // used  # the phases' spacing: gcd(channels, LANES)
+    phase_w = tirx.decl_buffer((used * taps * LANES,), "int8", name="phase_w", scope="local")
+    phase_b = tirx.decl_buffer((used * LANES,), str(biases.dtype), name="phase_b", scope="local")
+    phase_m = tirx.decl_buffer((used * LANES,), "int32", name="phase_m", scope="local")
+    phase_s = tirx.decl_buffer((used * LANES,), "int8", name="phase_s", scope="local")
+
+    def phases(p: tirx.PrimExpr) -> tirx.Stmt:
+        def lane(k: tirx.PrimExpr) -> tirx.Stmt:
+            channel, at = tirx.truncmod(p * c(step) + k, c(channels)), p * c(LANES) + k
+            tap_weights = loop("t", taps, lambda t: tirx.BufferStore(
+                phase_w, tirx.BufferLoad(weights, [tirx.truncdiv(t, c(g.kw)), tirx.truncmod(t, c(g.kw)), channel]),
+                [(p * c(taps) + t) * c(LANES) + k]))
+            return tirx.SeqStmt([tirx.BufferStore(buffer, tirx.BufferLoad(values, [channel]), [at])
+                                 for buffer, values in ((phase_b, biases), (phase_m, multipliers),
+                                                        (phase_s, shifts))] + [tap_weights])
+        return loop("k", LANES, lane)
+
+    def tiles(y: tirx.PrimExpr, _x0: tirx.PrimExpr) -> tirx.Stmt:
+        def tile(t: tirx.PrimExpr) -> tirx.Stmt:
+            first = tirx.min(t * c(LANES), c(run - LANES)) if run % LANES else t * c(LANES)
+            # the phase's constants at its slot (phase / step) * LANES: no division, step divides LANES
+            phase = tirx.truncmod(first, c(channels))
+            return call(y * c(run) + first, first, (element_address(phase_w, phase * c(taps * LANES // step)),
+                                                    *(element_address(buffer, phase * c(LANES // step))
+                                                      for buffer in (phase_b, phase_m, phase_s))),
+                        (g.pitch, g.dilation[1] * channels, g.kw * LANES, LANES, g.kh, g.kw, LANES))
+        return loop("t", -(-run // LANES), tile)
+
+    return tiles, [phase_w, phase_b, phase_m, phase_s], [loop("p", used, phases)]

@@ -178,10 +178,10 @@ def test_padded_depthwise_picks_its_border_rectangle_per_pixel_and_stays_bit_exa
     kernels = kernels_bit_exact_everywhere(tmp_path, f"depthwise{channels}", _depthwise_model(channels, seed=channels))
     depthwise = {name: "\n".join(body) for name, body in kernels.items() if "depthwise" in name}
     assert len(depthwise) == len(CASES), sorted(kernels)
-    # Channels not whole tiles of four may take the depthwise runs (backends.cortex_m.schedules.depthwise_runs),
-    # whose band rows are tested row by row, no border split; every other test picks a rectangle of the border by
-    # the output pixel alone: none asks about a tap.
-    runs = {name for name, body in depthwise.items() if "phase_w" in body}
+    # Channels not whole tiles of four may take the depthwise runs or pixel tiles
+    # (backends.cortex_m.schedules.depthwise_runs), whose band rows are tested row by row, no border split; every
+    # other test picks a rectangle of the border by the output pixel alone: none asks about a tap.
+    runs = {name for name, body in depthwise.items() if "band_ptr" in body}
     assert channels % 4 or not runs, sorted(runs)
     split = {name: body for name, body in depthwise.items() if name not in runs}
     assert all(not _tap_tests(body) for body in split.values()), {n: _tap_tests(b) for n, b in split.items()}

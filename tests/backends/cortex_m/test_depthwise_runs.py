@@ -1,14 +1,18 @@
-"""int8 DEPTHWISE_CONV_2D of channels not whole tiles of four on a DSP core as runs of four-element tiles
-(backends/cortex_m/schedules/depthwise_runs.py), bit-exact with TFLite Micro.
+"""int8 DEPTHWISE_CONV_2D of channels not whole tiles of four on a DSP core as runs of four-element tiles or as pixel
+tiles (backends/cortex_m/schedules/depthwise_runs.py), bit-exact with TFLite Micro.
 
-One model of one layer per case, each with its own input and output: 2, 3, 5, 6 and 7 channels, square and even
-windows, SAME and VALID padding, a row stride of 2, dilation 2, output rows whose elements are whole tiles of four or
-not (the last tile overlapping the one before it), an output row of exactly one tile; and a layer stepping two columns
-and one whose dilated window lies mostly outside its image, which keep the generic kernel. The bundle's self-test under QEMU compares every output with TFLite Micro's.
+One model of one layer per case, each with its own input and output. Runs: 2, 3, 5 and 6 channels (their phases
+every one or every other channel), square and even windows, SAME and VALID padding, a row stride of 2, dilation 2,
+output rows whose elements are whole tiles of four or not (the last tile overlapping the one before it), an output
+row of exactly one tile. Pixel tiles: 7, 21 and 30 channels (the last tile overlapping), whole rows in the band, and
+42 channels whose band holds a strip of a row (three strips, the last overlapping the one before it; at dilation 2
+too). A layer stepping two columns and one whose dilated window lies mostly outside its image keep the generic
+kernel. The bundle's self-test under QEMU compares every output with TFLite Micro's.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,8 +51,14 @@ RUNS = (
     Case(3, (3, 3), (6, 8), VALID),  # rows of 18
     Case(5, (5, 5), (8, 7), strides=(2, 1)),  # every other row; rows of 35
     Case(6, (3, 3), (10, 8), dilation=2),  # rows of 48: whole tiles
-    Case(7, (2, 3), (5, 5), VALID),  # an even window, rows of 21
     Case(2, (3, 1), (8, 2), VALID),  # rows of 4: one tile
+)
+PIXELS = (
+    Case(7, (2, 3), (5, 5), VALID),  # an even window, rows of 3 pixels
+    Case(21, (3, 3), (5, 9)),  # odd: tiles from 0, 4, .., 16 and 17
+    Case(30, (3, 3), (6, 5)),  # ds_cnn_w30_49x10_int8's 3x3 layer's channels, two mod four
+    Case(42, (3, 3), (4, 13)),  # strips of 6 pixels from 0, 3 and 7
+    Case(42, (3, 3), (8, 11), dilation=2),  # strips of 4 pixels from 0, 3 and 7
 )
 GENERIC = (Case(3, (3, 3), (9, 9), strides=(2, 2)),  # stepping two columns: the generic kernel
            Case(5, (3, 3), (6, 6), dilation=3))  # 44% of its taps in the image (INSIDE): the generic kernel
@@ -80,8 +90,31 @@ def _model(cases: tuple[Case, ...], seed: int = 0) -> bytes:
 def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     if missing_tools():
         pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm")
-    bundle = bit_exact_on_cortex_m4f(tmp_path, "depthwise_runs", _model(RUNS + GENERIC))
-    assert len(bundle.selftest.max_errors) == len(RUNS) + len(GENERIC)  # every case's output compared
+    bundle = bit_exact_on_cortex_m4f(tmp_path, "depthwise_runs", _model(RUNS + PIXELS + GENERIC))
+    assert len(bundle.selftest.max_errors) == len(RUNS) + len(PIXELS) + len(GENERIC)  # every case's output compared
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
-    # each case of RUNS one kernel of phases and tile calls; the generic case none
+    # each case of RUNS one kernel of phases and tile calls, each of PIXELS one of pixel calls; the generic ones none
     assert kernels.count("int8_t phase_w_ptr[") == len(RUNS), kernels
+    assert len(re.findall(r"\n\s*int8_t band_ptr\[", kernels)) == len(RUNS) + len(PIXELS), kernels
+    pixel_kernels = [body for body in kernels.split("\nvoid ") if "_depthwise_pixel_s8x4" in body]
+    assert len(pixel_kernels) == len(PIXELS) and not any("phase_w" in body for body in pixel_kernels), kernels
+    # the strips: each band 8 pixels of 42 channels over 3 rows (6 outputs, or 4 at dilation 2)
+    assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 2, kernels
+
+
+def test_pixel_tiles_band_is_the_widest_strip_within_its_stack_bound():
+    """The pixel tiles' band (a strip of `strip_pixels` output pixels' window columns over the window's rows) stays
+    within BAND_BYTES of stack and is the widest strip that does (whole rows where they fit), or none where not one
+    pixel's window fits (the generic kernel then)."""
+    from backends.cortex_m.schedules.depthwise_runs import BAND_BYTES, strip_pixels
+
+    def band(strip: int, channels: int, kh: int, kw: int, dilation: int) -> int:
+        return kh * (strip + (kw - 1) * dilation) * channels
+
+    for channels in (5, 30, 42, 90, 130, 255):
+        for kh, kw, dilation in ((3, 3, 1), (5, 5, 1), (3, 3, 2), (1, 10, 1), (2, 3, 1)):
+            for out_w in (1, 5, 13, 64):
+                strip = strip_pixels(channels, kh, kw, dilation, out_w)
+                assert 0 <= strip <= out_w
+                assert strip == 0 or band(strip, channels, kh, kw, dilation) <= BAND_BYTES
+                assert strip == out_w or band(strip + 1, channels, kh, kw, dilation) > BAND_BYTES
