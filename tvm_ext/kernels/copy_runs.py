@@ -7,8 +7,11 @@ holds it, or whether it lies in the padding): about 12 instructions per resized 
 8.1 per padded one on Cortex-M4F. Written as runs,
 each run is one tight loop on any core, and on DSP cores one call of the bundle's word copy
 (``backends.cortex_m.schedules.extern_helpers`` recognizes the loop's form; no schedule moves an extern
-stage's loops). The bytes copied are the generic kernels' exactly: no requantization either way (TFLite
-Micro's kernels copy the stored int8 values).
+stage's loops). A TRANSPOSE of int8 that moves the innermost axis has no run: it is matrices, loops
+``dst[d + i * r + j] = src[s + j * c + i]`` (``_transpose_matrices``: some 4.1 instructions per byte as the generic
+kernel on Cortex-M4F), on DSP cores one call of the bundle's word transpose per matrix, 4 x 4 blocks. The bytes
+copied are the generic kernels' exactly: no requantization either way (TFLite Micro's kernels copy the stored int8
+values).
 """
 
 from __future__ import annotations
@@ -124,9 +127,9 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int, word_runs: bool = F
 def transpose_runs(data: te.Tensor, *, axes: Optional[Sequence[int]]) -> te.Tensor:
     """``topi.transpose(data, axes)`` (``axes`` None: reversed) as runs: the trailing axes the permutation keeps in
     place and in order are contiguous in the input and in the output, so per index of the output's other axes one
-    copy of their elements (a run). A permutation that moves the innermost axis (a run of one element) is
-    ``topi.transpose``'s kernel, as is one that keeps the order of the axes longer than one (the same bytes: a
-    view after the passes)."""
+    copy of their elements (a run). A permutation of one-byte elements that moves the innermost axis is matrices
+    (``_transpose_matrices``). One that keeps the order of the axes longer than one is ``topi.transpose``'s kernel
+    (the same bytes: a view after the passes), as is any other (a run of one element)."""
     shape = [int(d) for d in data.shape]
     rank = len(shape)
     order = list(reversed(range(rank))) if axes is None else [int(axis) % rank for axis in axes]
@@ -135,8 +138,11 @@ def transpose_runs(data: te.Tensor, *, axes: Optional[Sequence[int]]) -> te.Tens
         kept += 1
     run = math.prod(shape[rank - kept:])
     moved = [axis for axis in order if shape[axis] != 1]
-    if kept == 0 or run < 2 or moved == sorted(moved):
+    if moved == sorted(moved):
         return topi.transpose(data, axes)
+    if kept == 0 or run < 2:
+        matrices = _transpose_matrices(data, order)
+        return matrices if matrices is not None else topi.transpose(data, axes)
     out_shape = [shape[axis] for axis in order]
     strides = [math.prod(shape[axis + 1:]) for axis in range(rank)]  # the input's, in elements
 
@@ -154,6 +160,48 @@ def transpose_runs(data: te.Tensor, *, axes: Optional[Sequence[int]]) -> te.Tens
         return body
 
     return extern_from_zero(out_shape, [data], build, "transpose_runs")
+
+
+MATRIX_SIDE = 4
+"""The fewest rows and columns of a transposed matrix (``_transpose_matrices``): one block of the backend's word
+transpose (``backends.cortex_m.helpers.copy_c``, 4 x 4 int8); a thinner one keeps the element-wise kernel."""
+
+
+def _transpose_matrices(data: te.Tensor, order: Sequence[int]) -> Optional[te.Tensor]:
+    """The transpose of ``data`` by the permutation ``order`` that moves its innermost axis longer than one, as one
+    matrix transpose per index of the other axes: ``out[o + i * d + j] = in[s + j * c + i]`` for i < rows (the
+    input's innermost axis longer than one, contiguous there), j < cols (the output's, contiguous there), the loop
+    form the backend's word transpose takes (``backends.cortex_m.schedules.extern_helpers``). None for elements of
+    more than one byte, or a matrix under MATRIX_SIDE rows or columns."""
+    shape = [int(d) for d in data.shape]
+    long_axes = [axis for axis in range(len(shape)) if shape[axis] > 1]
+    out_axes = [axis for axis in order if shape[axis] > 1]  # the output's axes longer than one, as input axes
+    if np.dtype(str(data.dtype)).itemsize != 1 or not long_axes:
+        return None
+    row_axis, col_axis = long_axes[-1], out_axes[-1]
+    rows, cols = shape[row_axis], shape[col_axis]
+    if row_axis == col_axis or min(rows, cols) < MATRIX_SIDE:
+        return None
+    out_shape = [shape[axis] for axis in order]
+    in_strides = {axis: math.prod(shape[axis + 1:]) for axis in long_axes}
+    out_strides = {axis: math.prod(shape[later] for later in out_axes[k + 1:]) for k, axis in enumerate(out_axes)}
+
+    def build(ins, outs):
+        index = _dtype(outs[0].shape[0])
+        c = lambda value: tirx.const(value, index)  # noqa: E731
+        outer = {axis: tirx.Var(f"o{k}", index) for k, axis in enumerate(out_axes) if axis not in (row_axis, col_axis)}
+        out_at, in_at = c(0), c(0)
+        for axis, o in outer.items():
+            out_at, in_at = out_at + o * c(out_strides[axis]), in_at + o * c(in_strides[axis])
+        i, j = tirx.Var("i", index), tirx.Var("j", index)
+        load = tirx.BufferLoad(ins[0], row_major_indices(ins[0], in_at + j * c(in_strides[col_axis]) + i))
+        store = tirx.BufferStore(outs[0], load, row_major_indices(outs[0], out_at + i * c(out_strides[row_axis]) + j))
+        body = _loop(i, rows, _loop(j, cols, store))
+        for axis in reversed(list(outer)):
+            body = _loop(outer[axis], shape[axis], body)
+        return body
+
+    return extern_from_zero(out_shape, [data], build, "transpose_matrices")
 
 
 def _sequence(steps: Sequence[tirx.Stmt]) -> tirx.Stmt:

@@ -21,7 +21,7 @@ from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helper
                                       helium_float_c, helium_helpers_c, pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.batch_matmul_c import BATCH_MATMUL_TEMPLATE, batch_matmul_helper_c
-from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE, STATE_SHIFT_TEMPLATE
+from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE, STATE_SHIFT_TEMPLATE, TRANSPOSE_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_PAIR_TEMPLATE,
                                                       DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
@@ -162,6 +162,9 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
     # the SVDF state shift (the copy's test on it): unaligned word loads and STMs under QEMU
     HelperUnitTest("state_shift", (STATE_SHIFT_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_STATE_SHIFT_WORDS"),
+    # the int8 block transpose: the word blocks on the host too, and under QEMU
+    HelperUnitTest("transpose_s8", (TRANSPOSE_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",)),
+                   core_macro=f"{macro_prefix(PREFIX)}_TRANSPOSE_DSP"),
     # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
     HelperUnitTest("max_s8", (MAX_S8_TEMPLATE,)),
     # the int8 softmax against TFLite's arithmetic in 64-bit C (the same C on the host and under QEMU)
