@@ -101,6 +101,17 @@ def word_steps(run: int, element_bytes: int) -> int:
     return steps if 0 < steps < run else run
 
 
+def stepped_copy(dst: tirx.Buffer, dst_offset: tirx.PrimExpr, src: tirx.Buffer, src_offset: tirx.PrimExpr,
+                 count: int, name: str) -> tirx.Stmt:
+    """``copy_run`` of ``count`` elements as the word copy's whole steps, then the rest (``word_steps``): two copies
+    where the run has both, else one."""
+    head = word_steps(count, np.dtype(str(dst.dtype)).itemsize)
+    if head == count:
+        return copy_run(dst, dst_offset, src, src_offset, count, name)
+    return tirx.SeqStmt([copy_run(dst, dst_offset, src, src_offset, head, name),
+                         copy_run(dst, dst_offset + head, src, src_offset + head, count - head, f"{name}_rest")])
+
+
 def concatenate_runs(pieces: Sequence[te.Tensor], axis: int, word_runs: bool = False) -> te.Tensor:
     """``pieces`` joined along ``axis`` (all of one type, equal elsewhere), as ``topi.concatenate`` computes:
     per index of the axes before ``axis``, one copy of each piece's contiguous run (its extent along ``axis``
@@ -129,11 +140,8 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int, word_runs: bool = F
         def copies(o: tirx.PrimExpr, counts: Sequence[int]) -> tirx.Stmt:
             steps, start = [], 0
             for k, (piece, run, count) in enumerate(zip(ins, runs, counts)):
-                head = word_steps(count, element_bytes) if word_runs and outer > 1 else count
-                steps.append(copy_run(outs[0], o * sum(runs) + start, piece, o * run, head, f"i{k}"))
-                if head < count:  # the rest after the steps: the word copy's short form
-                    steps.append(copy_run(outs[0], o * sum(runs) + start + head, piece, o * run + head, count - head,
-                                          f"r{k}"))
+                copy = stepped_copy if word_runs and outer > 1 else copy_run
+                steps.append(copy(outs[0], o * sum(runs) + start, piece, o * run, count, f"i{k}"))
                 start += run
             return _sequence(steps)
 
@@ -148,9 +156,10 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int, word_runs: bool = F
 def transpose_runs(data: te.Tensor, *, axes: Optional[Sequence[int]]) -> te.Tensor:
     """``topi.transpose(data, axes)`` (``axes`` None: reversed) as runs: the trailing axes the permutation keeps in
     place and in order are contiguous in the input and in the output, so per index of the output's other axes one
-    copy of their elements (a run). A permutation of one-byte elements that moves the innermost axis is matrices
-    (``_transpose_matrices``). One that keeps the order of the axes longer than one is ``topi.transpose``'s kernel
-    (the same bytes: a view after the passes), as is any other (a run of one element)."""
+    copy of their elements (a run: the word copy's whole steps, then the rest, ``stepped_copy``; the kernel is
+    written only for cores with the word copy). A permutation of one-byte elements that moves the innermost axis
+    is matrices (``_transpose_matrices``). One that keeps the order of the axes longer than one is
+    ``topi.transpose``'s kernel (the same bytes: a view after the passes), as is any other (a run of one element)."""
     shape = [int(d) for d in data.shape]
     rank = len(shape)
     order = list(reversed(range(rank))) if axes is None else [int(axis) % rank for axis in axes]
@@ -174,7 +183,7 @@ def transpose_runs(data: te.Tensor, *, axes: Optional[Sequence[int]]) -> te.Tens
         for k, o in enumerate(outer):
             out_at = out_at * out_shape[k] + o
             in_at = in_at + o * strides[order[k]]
-        body = copy_run(outs[0], out_at * run, ins[0], in_at, run, "i")
+        body = stepped_copy(outs[0], out_at * run, ins[0], in_at, run, "i")
         for k in reversed(range(rank - kept)):
             if out_shape[k] > 1:
                 body = _loop(outer[k], out_shape[k], body)
