@@ -254,17 +254,18 @@ def average_pool_words(data: te.Tensor, *, ops: WordOps, pool: Sequence[int], st
                        padding: Sequence[int], activation: ActivationRange) -> Optional[te.Tensor]:
     """TFLite's int8 AVERAGE_POOL_2D of the NHWC `data` (arguments as `tvm_ext.kernels.average_pool2d_integer`'s)
     as window sums four channels a word (module docstring), or None where they do not fit: data not int8, a padded
-    pool (its windows' counts vary), or a window of more than PAIR_TAPS taps. A window of 2^k taps (k >= 1) and the
-    full int8 range stores each block's four averages at once (`average_shift`: the backend's store_average, some 9
-    instructions for four outputs where the lanes' division takes about 8 each), also where it has at most
-    GENERIC_TAPS taps, its runs at least a block long (cortex-m4f: densenet_bc_32's 2x2 pools of 36 and 42 channels
-    4.3 -> 1.7 instructions per input byte)."""
+    pool (its windows' counts vary), or a window of more than PAIR_TAPS taps. A window of 2, 4 or 8 taps (2^k, at
+    most GENERIC_TAPS) over the full int8 range, its runs at least a block long, takes them too, each block's four
+    averages stored at once (`average_shift`: the backend's store_average, some 10 instructions for four outputs
+    where the generic kernel's division takes about 12 each; cortex-m4f: densenet_bc_32's 2x2 pools of 36 and 42
+    channels 4.3 -> 1.9 instructions per input byte). A larger window keeps its lanes' outputs: there the packed
+    store saved less than its code (pretrainedResnet_quant's 8x8 pool: 512 instructions for 8 B)."""
     count = pool[0] * pool[1]
     batches, height, width, depth = (int(d) for d in data.shape)
     out_h = (height - pool[0]) // strides[0] + 1
     out_w = (width - pool[1]) // strides[1] + 1
     run_elements = out_w * depth if strides[1] == 1 else depth
-    average_shift = count.bit_length() - 1 if count >= 2 and count & (count - 1) == 0 and (
+    average_shift = count.bit_length() - 1 if 2 <= count <= GENERIC_TAPS and count & (count - 1) == 0 and (
         activation.low, activation.high) == (-128, 127) and run_elements >= 4 else None
     if str(data.dtype) != "int8" or any(padding) or count > PAIR_TAPS or (
             count <= GENERIC_TAPS and average_shift is None):

@@ -81,7 +81,7 @@ DSP_POOL_CASES = (
     PoolCase((1, 3, 3, 256), (3, 3), (1, 1), Padding.VALID),  # nine taps (generic)
     PoolCase((1, 7, 6, 8), (4, 4), (2, 2)),  # padded (generic)
     PoolCase((1, 8, 8, 10), (2, 2), (2, 2), Padding.VALID),  # 2^2 taps: per pixel two blocks' averages stored packed
-    PoolCase((1, 8, 9, 6), (4, 4), (4, 4), Padding.VALID),  # 2^4 taps, a column left over: one block packed, two bytes
+    PoolCase((1, 8, 9, 6), (2, 4), (2, 4), Padding.VALID),  # 2^3 taps, a column left over: one block packed, two bytes
     PoolCase((1, 4, 4, 3), (2, 2), (2, 2), Padding.VALID),  # 2^2 taps of runs under a block (generic)
     PoolCase((1, 6, 6, 8), (2, 2), (2, 2), Padding.VALID, Act.RELU6,
              Quantization((0.03,), (-128,))),  # 2^2 taps clamped to a narrower range (generic)
