@@ -14,7 +14,8 @@ both high halves). A MEAN's output is rescaled by the generic kernel's own arith
 (`rounded_average`, equal to the generic `tvm_ext.kernels.pool.rounded_quotient` on every sum of int8 taps), so the
 outputs are the generic kernels' to the bit. The channels after the last block of four add a byte per tap. A window
 of at most GENERIC_TAPS taps keeps the generic kernel (one expression of its taps per output: about as fast, and
-less code).
+less code), except an average pool's of 2, 4 or 8 taps over the full int8 range, whose blocks' four averages the
+backend stores at once (`average_pool_words`).
 
 An unpadded int8 average pool stepping one column (its windows overlap along the row) takes column sums instead
 (`average_pool_columns`): per output row, its window's rows summed once for every element of the input row, then each
