@@ -14,7 +14,8 @@ both high halves). A MEAN's output is rescaled by the generic kernel's own arith
 (`rounded_average`, equal to the generic `tvm_ext.kernels.pool.rounded_quotient` on every sum of int8 taps), so the
 outputs are the generic kernels' to the bit. The channels after the last block of four add a byte per tap. A window
 of at most GENERIC_TAPS taps keeps the generic kernel (one expression of its taps per output: about as fast, and
-less code).
+less code), except an average pool's of 2, 4 or 8 taps over the full int8 range, whose blocks' four averages the
+backend stores at once (`average_pool_words`).
 
 An unpadded int8 average pool stepping one column (its windows overlap along the row) takes column sums instead
 (`average_pool_columns`): per output row, its window's rows summed once for every element of the input row, then each
@@ -46,12 +47,13 @@ from .pool import UNROLLED_TAPS
 from .quant_params import ActivationRange
 from .reduce import rescaled
 
-WordOps = tuple[str, str, str, str]
+WordOps = tuple[str, str, str, str, str]
 """The backend's ops of the sums (`backends.backend.KernelSchedules.int8_window_sums`), by name: word(p), the int32
 of the four int8 p[0..3] (p[0] lowest; a pointer argument: its helper's access record names those four); pairs(acc,
 word), acc's two 16-bit halves plus bytes 0 and 2 of word sign-extended, each half modulo 2^16 (SXTAB16);
 pairs_ror8(acc, word), the same with bytes 1 and 3; store_halves(p, even, odd), the int16 p[0..3] = even's low half,
-odd's, even's high half, odd's (a block's four sums in channel order; its record names p[0..3])."""
+odd's, even's high half, odd's (a block's four sums in channel order; its record names p[0..3]); store_average(p,
+even, odd, shift), the int8 p[0..3] = TFLite's averages of those halves as sums of 2^shift taps (1 <= shift <= 8)."""
 
 PAIR_TAPS = 256
 """The most taps a window's 16-bit halves hold exactly (256 * -128 = -32768); a larger window keeps the generic
@@ -105,7 +107,7 @@ class _Builder:
 
     def __init__(self, src: tirx.Buffer, out: tirx.Buffer, index: str, ops: WordOps) -> None:
         self.src, self.out, self.index = src, out, index
-        self.word_op, self.pairs_ops, self.store_op = ops[0], ops[1:3], ops[3]
+        self.word_op, self.pairs_ops, self.store_op, self.average_op = ops[0], ops[1:3], ops[3], ops[4]
         self.names = iter(range(1 << 30))
 
     def const(self, value: int) -> tirx.PrimExpr:
@@ -173,15 +175,20 @@ class _Builder:
                      self._taps(start, window, add), total(tirx.BufferLoad(acc, at))])
 
     def run(self, out_start: tirx.PrimExpr, src_start: tirx.PrimExpr, channels: int, window: _Window,
-            output: Callable[[tirx.PrimExpr], tirx.PrimExpr]) -> tirx.Stmt:
+            output: Callable[[tirx.PrimExpr], tirx.PrimExpr], average_shift: Optional[int] = None) -> tirx.Stmt:
         """out[out_start + i] = output(sum of channel i over the window from src_start) for i < channels: blocks of
         four channels, each block's outputs one loop over its pair of words (the low half of the first, then the
-        pair rotated: the second, then both high halves), then a loop over the rest, a byte per tap: one copy of each
-        form's code."""
+        pair rotated: the second, then both high halves), or with `average_shift` (`output` TFLite's average of
+        2^average_shift taps, full range) one store of the four averages (the backend's store_average); then a loop
+        over the rest, a byte per tap: one copy of each form's code."""
         def block(j: tirx.PrimExpr) -> tirx.Stmt:
             first = j * self.const(4)
             sums, pairs = self.block_sums(src_start + first, window)
             at = [self.const(0)], [self.const(1)]
+            if average_shift is not None:
+                return _seq([*sums, tirx.Evaluate(tirx.call_intrin(
+                    "int32", self.average_op, element_address(self.out, out_start + first),
+                    tirx.BufferLoad(pairs, at[0]), tirx.BufferLoad(pairs, at[1]), tirx.const(average_shift, "int32")))])
 
             def lane(k: tirx.PrimExpr) -> tirx.Stmt:
                 low = tirx.Cast("int32", tirx.Cast("int16", tirx.BufferLoad(pairs, at[0])))
@@ -248,12 +255,22 @@ def average_pool_words(data: te.Tensor, *, ops: WordOps, pool: Sequence[int], st
                        padding: Sequence[int], activation: ActivationRange) -> Optional[te.Tensor]:
     """TFLite's int8 AVERAGE_POOL_2D of the NHWC `data` (arguments as `tvm_ext.kernels.average_pool2d_integer`'s)
     as window sums four channels a word (module docstring), or None where they do not fit: data not int8, a padded
-    pool (its windows' counts vary), or a window of more than PAIR_TAPS taps."""
-    if str(data.dtype) != "int8" or any(padding) or not GENERIC_TAPS < pool[0] * pool[1] <= PAIR_TAPS:
-        return None
+    pool (its windows' counts vary), or a window of more than PAIR_TAPS taps. A window of 2, 4 or 8 taps (2^k, at
+    most GENERIC_TAPS) over the full int8 range, its runs at least a block long, takes them too, each block's four
+    averages stored at once (`average_shift`: the backend's store_average, some 10 instructions for four outputs
+    where the generic kernel's division takes about 12 each; cortex-m4f: densenet_bc_32's 2x2 pools of 36 and 42
+    channels 4.3 -> 1.9 instructions per input byte). A larger window keeps its lanes' outputs: there the packed
+    store saved less than its code (pretrainedResnet_quant's 8x8 pool: 512 instructions for 8 B)."""
+    count = pool[0] * pool[1]
     batches, height, width, depth = (int(d) for d in data.shape)
     out_h = (height - pool[0]) // strides[0] + 1
     out_w = (width - pool[1]) // strides[1] + 1
+    run_elements = out_w * depth if strides[1] == 1 else depth
+    average_shift = count.bit_length() - 1 if 2 <= count <= GENERIC_TAPS and count & (count - 1) == 0 and (
+        activation.low, activation.high) == (-128, 127) and run_elements >= 4 else None
+    if str(data.dtype) != "int8" or any(padding) or count > PAIR_TAPS or (
+            count <= GENERIC_TAPS and average_shift is None):
+        return None
     window = _Window(pool[0], width * depth, pool[1], depth).collapsed()
     output = functools.partial(rounded_average, count=pool[0] * pool[1], activation=activation)
 
@@ -265,9 +282,11 @@ def average_pool_words(data: te.Tensor, *, ops: WordOps, pool: Sequence[int], st
             first_row = (b * c(height) + y * c(strides[0])) * c(width)
             out_row = (b * c(out_h) + y) * c(out_w)
             if strides[1] == 1:  # the row's pixels as one run of channels
-                return runs.run(out_row * c(depth), first_row * c(depth), out_w * depth, window, output)
+                return runs.run(out_row * c(depth), first_row * c(depth), out_w * depth, window, output,
+                                average_shift)
             return runs.loop("x", out_w, lambda x: runs.run(
-                (out_row + x) * c(depth), (first_row + x * c(strides[1])) * c(depth), depth, window, output))
+                (out_row + x) * c(depth), (first_row + x * c(strides[1])) * c(depth), depth, window, output,
+                average_shift))
 
         return runs.loop("b", batches, lambda b: runs.loop("y", out_h, lambda y: row(b, y)))
 

@@ -17,6 +17,10 @@ The SVDF state update's shift (its loop marked ``tvm_ext.tir.extern_stage.STATE_
 `<prefix>_state_shift` instead, the ascending copy's contract with 32 bytes a pass stored by STMs to the aligned
 destination (`templates/state_shift.h.in`, its own library `STATE_SHIFT_HELPERS`: only a bundle that calls it
 defines it; unit-tested by `tests/c/test_state_shift.c`).
+
+A TRANSPOSE that moves the innermost axis (`tvm_ext.kernels.copy_runs.transpose_runs`' matrices) calls
+`<prefix>_transpose_s8`, 4 x 4 blocks of int8 a word per row (`templates/transpose_s8.h.in`, its own library
+`TRANSPOSE_HELPERS`; unit-tested by `tests/c/test_transpose_s8.c`).
 """
 
 from __future__ import annotations
@@ -74,3 +78,19 @@ def state_shift_c(prefix: str) -> str:
 
 
 STATE_SHIFT_HELPERS = HelperLibrary("cortex_m_state_shift", state_shift_c)
+
+
+TRANSPOSE_TEMPLATE = "transpose_s8.h.in"
+
+
+def transpose_helper_name(prefix: str) -> str:
+    """The C name of the int8 block transpose in the bundle `prefix`."""
+    return f"{prefix}_transpose_s8"
+
+
+def transpose_c(prefix: str) -> str:
+    """The C definition of the int8 block transpose for the bundle `prefix` (it includes <string.h> for memcpy)."""
+    return helper_template_c(__package__, TRANSPOSE_TEMPLATE, prefix)
+
+
+TRANSPOSE_HELPERS = HelperLibrary("cortex_m_transpose", transpose_c)

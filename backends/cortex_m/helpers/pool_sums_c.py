@@ -5,7 +5,8 @@
 
 Its own library (`POOL_SUMS_HELPERS`): only a bundle whose kernels call them defines it, so the bundles of models
 without such a pool keep their bytes. The column sums' store `<prefix>_pool_store_halves` (those halves as four
-int16 in channel order, `templates/pool_columns.h.in`) is a library of its own too (`POOL_COLUMNS_HELPERS`). The C is hand-written: `templates/pool_sums.h.in` (its contract in its
+int16 in channel order, `templates/pool_columns.h.in`) is a library of its own too (`POOL_COLUMNS_HELPERS`), and so is the store of a block's four averages where a window has
+2^shift taps, `<prefix>_pool_store_average` (`templates/pool_average.h.in`, `POOL_AVERAGE_HELPERS`). The C is hand-written: `templates/pool_sums.h.in` (its contract in its
 leading comment), unit-tested on the host and under QEMU by `tests/c/test_pool_sums.c`
 (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
@@ -49,3 +50,19 @@ def pool_columns_helper_c(prefix: str) -> str:
 POOL_COLUMNS_HELPERS = HelperLibrary("cortex_m_pool_columns", pool_columns_helper_c)
 """The column sums' library (`templates/pool_columns.h.in`, `<prefix>_pool_store_halves`): defined by a bundle whose
 kernels call it (an average pool stepping one column), so the other window sums' bundles keep their bytes."""
+
+
+POOL_AVERAGE_TEMPLATE = "pool_average.h.in"
+STORE_AVERAGE = "store_average"
+"""The average pool's operation where a window has 2^shift taps: a block's four averages stored as int8 in channel order
+(SSUB16, SADD16 and two shifted ANDs: both halves of a word at once)."""
+
+
+def pool_average_helper_c(prefix: str) -> str:
+    """The C definition of the packed averages' store for the bundle `prefix` (it includes <string.h> for memcpy)."""
+    return helper_template_c(__package__, POOL_AVERAGE_TEMPLATE, prefix)
+
+
+POOL_AVERAGE_HELPERS = HelperLibrary("cortex_m_pool_average", pool_average_helper_c)
+"""The packed averages' library (`templates/pool_average.h.in`, `<prefix>_pool_store_average`): defined by a bundle
+whose kernels call it (an average pool of 2^shift taps a window, four channels a word)."""

@@ -18,6 +18,9 @@ computes exactly what it does:
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);
+- a loop over i around a loop over j around ``dst[.. + i * dst_stride + j] = src[.. + j * src_stride + i]`` over int8
+  (the matrices of ``tvm_ext.kernels.copy_runs.transpose_runs``): ``<prefix>_transpose_s8``
+  (``backends.cortex_m.helpers.copy_c``), 4 x 4 blocks a word per row;
 - a loop ``dst[.. + i] = max(a[.. + i], b[.. + i])`` over int8, the three runs contiguous (the window taps of
   ``tvm_ext.kernels.copy_runs.max_pool2d_runs``): ``<prefix>_max_s8`` (``backends.cortex_m.helpers.copy_c``),
   four lanes a word;
@@ -37,8 +40,9 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers import HELIUM_MAX_HELPERS
-from backends.cortex_m.helpers.copy_c import (STATE_SHIFT_HELPERS, copy_helper_name, max_s8_helper_name,
-                                             max_s8_window_helper_name, state_shift_helper_name)
+from backends.cortex_m.helpers.copy_c import (STATE_SHIFT_HELPERS, TRANSPOSE_HELPERS, copy_helper_name,
+                                             max_s8_helper_name, max_s8_window_helper_name, state_shift_helper_name,
+                                             transpose_helper_name)
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED16_MAC_HELPERS, INTERLEAVED_GROUP,
                                                              INTERLEAVED_MAC_HELPERS,
@@ -77,6 +81,12 @@ HELIUM_MAX_OPS = ("tvm_ext.helium_max_s8", "tvm_ext.helium_max_s8_window")
 """Their Helium twins: the same calls and accesses, the Helium library (`helium_max_s8.h.in`)."""
 register_helper_call(HELIUM_MAX_OPS[0], HELIUM_MAX_HELPERS, max_s8_helper_name, MAX_S8_ACCESS)
 register_helper_call(HELIUM_MAX_OPS[1], HELIUM_MAX_HELPERS, max_s8_window_helper_name, MAX_S8_WINDOW_ACCESS)
+TRANSPOSE_OP = "tvm_ext.transpose_s8"
+# The call (dst, src, rows, cols, dst_stride, src_stride): dst[i * dst_stride + j] and src[j * src_stride + i] for
+# i < rows, j < cols int8; its own library.
+TRANSPOSE_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), Arg(4)), Axis(Arg(3), 1))),
+                                 PointerAccess(1, (Axis(Arg(3), Arg(5)), Axis(Arg(2), 1)))))
+register_helper_call(TRANSPOSE_OP, TRANSPOSE_HELPERS, transpose_helper_name, TRANSPOSE_ACCESS)
 INTERLEAVED_MAC_OP = "tvm_ext.dual_mac_s8x4_interleaved"
 # The call (acc, start, x, w, groups, tiles, w_tile_stride): acc[4v + c] and start[4v + c] for v < tiles, c < 4;
 # x[4j + k] and w[v * w_tile_stride + 16j + 4c + k] for j < groups, k < 4.
@@ -107,7 +117,7 @@ def extern_helper_calls(func: tirx.PrimFunc, state_shift: bool = True,
     return with_root_loops_replaced(
         func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or row_dot1_call(loop)
                             or copy_call(loop, state_shift) or _window_max_call(loop, max_ops[1])
-                            or _max_call(loop, max_ops[0])))
+                            or _max_call(loop, max_ops[0]) or _transpose_call(loop)))
 
 
 def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
@@ -213,6 +223,57 @@ def copy_call(loop: tirx.For, state_shift: bool = False) -> Optional[tirx.Stmt]:
     return tirx.Evaluate(tirx.call_intrin("int32", op, *runs, int(loop.extent), element_bytes))
 
 
+def _transpose_call(loop: tirx.For) -> Optional[tirx.Stmt]:
+    """The word transpose's call for the nest ``loop`` (i) around a loop j around ``dst[..] = src[..]`` on int8 when
+    dst steps ``dst_stride`` elements per i and one per j, src one per i and ``src_stride`` per j (every other
+    variable fixed; the two buffers distinct), else None."""
+    inner = loop.body
+    if not isinstance(inner, tirx.For):
+        return None
+    store = inner.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8" \
+            or not isinstance(store.value, TensorLoad) or str(store.value.source.dtype) != "int8" \
+            or store.value.source.same_as(store.buffer):
+        return None
+    if not all(isinstance(nest.extent, tirx.IntImm) and isinstance(nest.min, tirx.IntImm) and int(nest.min) == 0
+               for nest in (loop, inner)):
+        return None
+    rows, cols = int(loop.extent), int(inner.extent)
+    i, j = loop.loop_var, inner.loop_var
+    accesses = ((store.buffer, store.indices), (store.value.source, store.value.indices))
+    if not all(_affine_in(index, (i, j)) for _, indices in accesses for index in indices):
+        return None  # the steps below read three points: only an affine index is known everywhere from them
+    try:
+        steps = []
+        for buffer, indices in accesses:
+            at = [_nest_offset(buffer, indices, {i: di, j: dj}) for di, dj in ((0, 0), (1, 0), (0, 1))]
+            row_step, col_step = at[1] - at[0], at[2] - at[0]
+            # in the buffer's shape over the whole nest (no index wrapping into another dimension): its far
+            # corner where the steps put it
+            if _nest_offset(buffer, indices, {i: rows - 1, j: cols - 1}) \
+                    != at[0] + row_step * (rows - 1) + col_step * (cols - 1):
+                return None
+            steps.append((row_step, col_step))
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the loops
+    (dst_stride, dst_col), (src_row, src_stride) = steps
+    if dst_col != 1 or src_row != 1:
+        return None
+    origin = {i: tirx.const(0, str(i.ty.dtype)), j: tirx.const(0, str(j.ty.dtype))}
+    starts = [tirx.address_of(tirx.BufferLoad(buffer, [substitute_index(index, origin) for index in indices]))
+              for buffer, indices in accesses]
+    return tirx.Evaluate(tirx.call_intrin("int32", TRANSPOSE_OP, *starts, rows, cols, dst_stride, src_stride))
+
+
+def _affine_in(index, loop_vars: tuple) -> bool:
+    """Whether the index expression ``index`` is affine in ``loop_vars`` (each other variable fixed): no floor
+    division or modulo of an operand reading one of them, no product of two operands that both read one."""
+    def reads(node) -> bool:
+        return any(var in vars_read(node) for var in loop_vars)
+    return not any((isinstance(node, (tirx.FloorDiv, tirx.FloorMod)) and reads(node))
+                   or (isinstance(node, tirx.Mul) and reads(node.a) and reads(node.b)) for node in walk(index))
+
+
 def _max_call(loop: tirx.For, op: str = MAX_S8_OP) -> Optional[tirx.Stmt]:
     """The int8 maximum's call (``op``) for ``loop`` when it is ``dst[..] = max(a[..], b[..])`` on int8 with the three
     indices stepping one element per iteration from 0 (every other variable fixed), else None."""
@@ -310,8 +371,14 @@ def _run_starts(loop: tirx.For, store: tirx.BufferStore, loads: tuple,
 def _flat_offset(buffer: tirx.Buffer, indices, var: tirx.Var, value: int, operators: dict = INDEX_OPERATORS) -> int:
     """The row-major element offset ``indices`` (of the binary ``operators``) reach in ``buffer`` with ``var``
     at ``value`` and every other variable at 0."""
-    values: defaultdict = defaultdict(int, {var: value})
+    return _nest_offset(buffer, indices, {var: value}, operators)
+
+
+def _nest_offset(buffer: tirx.Buffer, indices, values: dict, operators: dict = INDEX_OPERATORS) -> int:
+    """The row-major element offset ``indices`` (of the binary ``operators``) reach in ``buffer`` with the variables
+    of ``values`` at theirs and every other variable at 0."""
+    at: defaultdict = defaultdict(int, values)
     offset = 0
     for index, extent in zip(indices, buffer.shape):
-        offset = offset * int(extent) + evaluate_index(index, values, operators)
+        offset = offset * int(extent) + evaluate_index(index, at, operators)
     return offset

@@ -24,7 +24,7 @@ from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_
 from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HELIUM_BATCH_MATMUL_TEMPLATE,
                                                       batch_matmul_helper_c, helium_batch_matmul_helper_c)
 from backends.cortex_m.helpers.copy_c import (COPY_TEMPLATE, HELIUM_MAX_S8_TEMPLATE, MAX_S8_TEMPLATE,
-                                             STATE_SHIFT_TEMPLATE, helium_max_s8_helper_c)
+                                             STATE_SHIFT_TEMPLATE, TRANSPOSE_TEMPLATE, helium_max_s8_helper_c)
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_PAIR_TEMPLATE,
                                                       DEPTHWISE_PIXEL_TEMPLATE, DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
@@ -41,7 +41,8 @@ from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV
                                                helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.pointwise_few_c import POINTWISE_FEW_TEMPLATE, pointwise_few_helper_c
-from backends.cortex_m.helpers.pool_sums_c import (POOL_COLUMNS_TEMPLATE, POOL_SUMS_TEMPLATE, pool_columns_helper_c,
+from backends.cortex_m.helpers.pool_sums_c import (POOL_AVERAGE_TEMPLATE, POOL_COLUMNS_TEMPLATE, POOL_SUMS_TEMPLATE,
+                                                   pool_average_helper_c, pool_columns_helper_c,
                                                    pool_sums_helper_c)
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
@@ -172,6 +173,9 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
     # the SVDF state shift (the copy's test on it): unaligned word loads and STMs under QEMU
     HelperUnitTest("state_shift", (STATE_SHIFT_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_STATE_SHIFT_WORDS"),
+    # the int8 block transpose: the word blocks on the host too, and under QEMU
+    HelperUnitTest("transpose_s8", (TRANSPOSE_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",)),
+                   core_macro=f"{macro_prefix(PREFIX)}_TRANSPOSE_DSP"),
     # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
     HelperUnitTest("max_s8", (MAX_S8_TEMPLATE,)),
     # ... and its Helium twin (VMAX.S8 on 16 lanes, VCTP tails)
@@ -235,6 +239,8 @@ UNIT_TESTS_BY_HELPER = [
                                                                            "backends.cortex_m.helpers"))),
     # the int8 window sums' word operations (SXTAB16 halves) against the byte sums of their contract
     HelperUnitTest("pool_sums", (POOL_SUMS_TEMPLATE, POOL_COLUMNS_TEMPLATE)),
+    # the average pool's packed averages against TFLite's rounding of every sum: SSUB16, SADD16 under QEMU
+    HelperUnitTest("pool_average", (POOL_AVERAGE_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_POOL_AVERAGE_DSP"),
     # the DSP fused depthwise channel tiles (window sums from the biases and epilogue) against the plain sums and
     # the scalar helpers
     HelperUnitTest("depthwise_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
@@ -368,7 +374,7 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                           ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_max_s8_helper_c(prefix),
                            HELIUM_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix)
-                           + pool_columns_helper_c(prefix), None),
+                           + pool_columns_helper_c(prefix) + pool_average_helper_c(prefix), None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pointwise_few_helper_c(prefix),
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_spread_helpers_c(prefix),

@@ -6,7 +6,8 @@ The model (tests/tflite_builder.py): an input of two images of 5 x 7 pixels of 7
 resized to 9 x 12 three times, by each of TFLite's rules (neither flag: a non-integer scale with repeated and skipped rows;
 align_corners; half_pixel_centers), the three joined along the channels (one run per piece and pixel: on a DSP core
 each but the last pixel's 8 bytes, a byte more than the run, `copy_runs.word_rounded`), and the first two joined
-along the rows (one block per piece and image).
+along the rows (one block per piece and image; on a DSP core its word copy's whole steps, then the rest,
+`copy_runs.word_steps`).
 """
 
 from __future__ import annotations
@@ -73,5 +74,7 @@ def test_resize_and_concatenation_as_copies_are_bit_exact_with_tflite_micro(copi
             assert "_copy_ascending(" in body and "for (" not in body.split("copy_ascending")[-1], name
             if "concatenation" in name and "x21" in name:  # the join along the channels: 7-byte runs as 8 bytes
                 assert body.count(", 8, 1)") == 3 and body.count(", 7, 1)") == 3, body
+            elif "concatenation" in name:  # the join along the rows: each image's 756-byte runs as 47 steps, 4 bytes
+                assert body.count(", 752, 1)") == 2 and body.count(", 4, 1)") == 2, body
         else:
             assert "_copy_ascending(" not in body, name

@@ -80,6 +80,11 @@ DSP_POOL_CASES = (
     PoolCase((1, 17, 16, 4), (17, 16), (1, 1), Padding.VALID),  # 272 taps: more than the halves hold (generic)
     PoolCase((1, 3, 3, 256), (3, 3), (1, 1), Padding.VALID),  # nine taps (generic)
     PoolCase((1, 7, 6, 8), (4, 4), (2, 2)),  # padded (generic)
+    PoolCase((1, 8, 8, 10), (2, 2), (2, 2), Padding.VALID),  # 2^2 taps: per pixel two blocks' averages stored packed
+    PoolCase((1, 8, 9, 6), (2, 4), (2, 4), Padding.VALID),  # 2^3 taps, a column left over: one block packed, two bytes
+    PoolCase((1, 4, 4, 3), (2, 2), (2, 2), Padding.VALID),  # 2^2 taps of runs under a block (generic)
+    PoolCase((1, 6, 6, 8), (2, 2), (2, 2), Padding.VALID, Act.RELU6,
+             Quantization((0.03,), (-128,))),  # 2^2 taps clamped to a narrower range (generic)
 )
 
 
@@ -136,6 +141,7 @@ def test_average_pools_of_a_dsp_core_are_bit_exact_with_tflite_micro(tmp_path):
     the generic kernel)."""
     kernels = assert_window_sums_bit_exact_on_cortex_m4f(pool_model("AVERAGE_POOL_2D", DSP_POOL_CASES), tmp_path)
     assert kernels.count("_pool_store_halves(") == 4, kernels  # the four column-sum cases
+    assert kernels.count("_pool_store_average(") == 2, kernels  # the two windows of 2^k taps over the full range
 
 
 @pytest.mark.parametrize("builtin", ["ARG_MAX", "ARG_MIN"])

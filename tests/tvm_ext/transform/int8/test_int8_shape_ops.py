@@ -43,6 +43,8 @@ PERMUTATIONS = (
     ((3, 2, 4, 2, 3), (1, 0, 2, 3, 4)),  # three trailing axes kept: runs of 24
     ((4, 3, 2), (1, 0, 2)),  # runs of two elements
     ((1, 3, 5), (1, 0, 2)),  # the innermost axis kept, the order of the others too: a view
+    ((2, 5, 3, 6), (0, 3, 2, 1)),  # the innermost axis moved: 6 x 5 matrices (past whole 4 x 4 blocks both ways)
+    ((9, 4, 1), (1, 0, 2)),  # a trailing axis of one kept, the innermost longer one moved: a 4 x 9 matrix
 )
 
 # (input shape, paddings (before, after) per axis): one axis at a time, every axis, nothing, 1-D to 5-D.
@@ -127,12 +129,23 @@ def test_transpose_is_bit_exact_with_tflite_micro(tmp_path):
 def test_transpose_as_runs_on_a_dsp_core_is_bit_exact_with_tflite_micro(tmp_path):
     """On a DSP core a TRANSPOSE that keeps its trailing axes in place is written as runs (tvm_ext/kernels/
     copy_runs.py: transpose_runs): one call of the bundle's word copy per index of the other axes; one that moves
-    the innermost axis keeps the element-wise kernel. The self-test under QEMU passes bit-exactly."""
+    the innermost axis longer than one is matrices, each one call of the bundle's word transpose where it is at
+    least 4 x 4 (a block), else the element-wise kernel. The self-test under QEMU passes bit-exactly."""
     bodies = dsp_kernel_bodies(transpose_model(), tmp_path)
     transposes = {name: body for name, body in bodies.items() if "_transpose" in name}
     assert len(transposes) == len(PERMUTATIONS) - len(TRANSPOSE_VIEWS), list(bodies)
-    with_runs = [case for case in PERMUTATIONS if not _is_view(*case) and case[1][-1] == len(case[0]) - 1]
+    with_runs = [case for case in PERMUTATIONS if not _is_view(*case) and _matrix(*case) == (0, 0)]
     assert sum("_copy_ascending(" in body for body in transposes.values()) == len(with_runs), transposes
+    with_blocks = [case for case in PERMUTATIONS if not _is_view(*case) and min(_matrix(*case)) >= 4]
+    assert len(with_blocks) == 2 and sum("_transpose_s8(" in body for body in transposes.values()) == 2, transposes
+
+
+def _matrix(shape: tuple[int, ...], permutation: tuple[int, ...]) -> tuple[int, int]:
+    """The rows and columns of the matrices a permutation transposes: the extents of the input's and the output's
+    innermost axes longer than one; (0, 0) where those are one axis (runs, or a view)."""
+    rows_axis = [axis for axis in range(len(shape)) if shape[axis] > 1][-1]
+    cols_axis = [axis for axis in permutation if shape[axis] > 1][-1]
+    return (0, 0) if rows_axis == cols_axis else (shape[rows_axis], shape[cols_axis])
 
 
 @pytest.mark.parametrize("builtin", ("PAD", "PADV2"))
