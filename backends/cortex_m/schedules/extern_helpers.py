@@ -268,8 +268,8 @@ def _transpose_call(loop: tirx.For) -> Optional[tirx.Stmt]:
 def _affine_in(index, loop_vars: tuple) -> bool:
     """Whether the index expression ``index`` is affine in ``loop_vars`` (each other variable fixed): no floor
     division or modulo of an operand reading one of them, no product of two operands that both read one."""
-    def reads(node) -> bool:
-        return any(var in vars_read(node) for var in loop_vars)
+    def reads(node) -> bool:  # (vars_read of a variable alone is empty: it reads nothing below it)
+        return any(node.same_as(var) or var in vars_read(node) for var in loop_vars)
     return not any((isinstance(node, (tirx.FloorDiv, tirx.FloorMod)) and reads(node))
                    or (isinstance(node, tirx.Mul) and reads(node.a) and reads(node.b)) for node in walk(index))
 

@@ -14,7 +14,8 @@ from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS  # noqa: E402
 from backends.cortex_m.helpers.dual_mac_interleaved_c import INTERLEAVED_GROUP  # noqa: E402
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
-from backends.cortex_m.schedules.extern_helpers import COPY_OP, STATE_SHIFT_OP  # noqa: E402
+from backends.cortex_m.schedules.extern_helpers import (COPY_OP, STATE_SHIFT_OP, TRANSPOSE_OP,  # noqa: E402
+                                                       _transpose_call)
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.extern_mac import INTERLEAVED_TILE  # noqa: E402
 from tvm_ext.kernels.lstm import GATE_TILE  # noqa: E402
@@ -99,3 +100,22 @@ def test_interleaved_layout_tiles_agree_with_the_helpers_4x4_layout():
     # (INTERLEAVED_GROUP inputs of DUAL_MAC_CHANNELS channels): a mismatch would leave the interleaved products
     # unrecognized (the C loop instead of the helper) rather than fail
     assert GATE_TILE == FEATURE_TILE == INTERLEAVED_TILE == INTERLEAVED_GROUP == DUAL_MAC_CHANNELS == 4
+
+
+def _copy_nest(dst: tirx.Buffer, src: tirx.Buffer, src_index) -> tirx.For:
+    """for i < 3: for j < 3: dst[i, j] = src[src_index] (of the loop variables `src_index` takes)."""
+    i, j = tirx.Var("i", "int32"), tirx.Var("j", "int32")
+    store = tirx.BufferStore(dst, tirx.BufferLoad(src, [src_index(i, j)]), [i, j])
+    return tirx.For(i, 0, 3, tirx.ForKind.SERIAL, tirx.For(j, 0, 3, tirx.ForKind.SERIAL, store))
+
+
+def test_the_transpose_matcher_takes_only_indices_affine_in_the_nest() -> None:
+    """A 3 x 3 transpose is one call of the word transpose; a source index that agrees with a transpose's at the
+    points the matcher measures its steps at ((0, 0), (1, 0), (0, 1) and the far corner) but not at (1, 1)
+    (floormod(i * j, 4) is 0 at all four) keeps its loops."""
+    dst = tirx.decl_buffer((3, 3), "int8", name="dst")
+    src = tirx.decl_buffer((36,), "int8", name="src")
+    transposed = _transpose_call(_copy_nest(dst, src, lambda i, j: j * 3 + i))
+    assert isinstance(transposed, tirx.Evaluate) and transposed.value.op.name == TRANSPOSE_OP
+    assert _transpose_call(_copy_nest(dst, src, lambda i, j: j * 3 + i + tirx.floormod(i * j, 4) * 9)) is None
+    assert _transpose_call(_copy_nest(dst, src, lambda i, j: j * 3 + i + i * j * 9 - i * j * 9)) is None
