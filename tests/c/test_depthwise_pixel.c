@@ -2,12 +2,15 @@
  * templates/depthwise_pixel.h.in after dsp_words.h.in, depthwise_mac.h.in, requantize_small.h.in and
  * depthwise_tiles.h.in, with the prefix lp): lp_depthwise_pixel_s8x4 and _b16 against the plain sums of the window
  * from the bias and the bundle's scalar requantization (lp_requantize_double_small, lp_saturate_int8), nothing
- * written outside the pixel's channels. Channels 4 (one tile), 5, 6, 7 (the last tile overlapping the first), 30
- * and 42 (two mod four, the depthwise runs' pixels), 21 and 255 (odd), 8 (whole tiles); 3x3, 5x5 at dilation 2, a
- * 1x10 row and a 2x3 window; the inputs a band of a row (strides of the channels) or of another pitch, the weights
- * the layer's (KH, KW, C); inputs and weights over the whole int8 range and all at the minimum, biases up to +-2^28
- * (int16 ones for _b16), every shift -31..-1, drawn multipliers and zero points; each geometry with constant sizes
- * (inlined, as a kernel calls it) and with sizes read at run time. Built by
+ * read or written outside the contract's buffers. Channels 4 (one tile), 5, 6, 7 (the last tile overlapping the
+ * first), 30 and 42 (two mod four, the depthwise runs' pixels), 21 and 255 (odd), 8 (whole tiles); 3x3, 5x5 at
+ * dilation 2, a 1x10 row and a 2x3 window; the inputs a band of a row (strides of the channels) or of another
+ * pitch, the weights the layer's (KH, KW, C); inputs and weights over the whole int8 range and all at the minimum,
+ * biases up to +-2^28 (int16 ones for _b16), every shift -31..-1, drawn multipliers and zero points; each geometry
+ * with constant sizes (inlined, as a kernel calls it) and with sizes read at run time. Every buffer is handed over
+ * guarded (guarded_buffers.h): exactly the window's box of inputs and of weights, the channels' biases,
+ * multipliers, shifts and outputs, against no-access memory, each helper once with its buffers ending at a guard
+ * and once starting after one: a byte read or written outside faults. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU.
  * Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
@@ -19,9 +22,8 @@
 #define X_BYTES 12288 /* past the farthest input any case reads */
 #define W_BYTES 8192 /* past the farthest weight any case reads */
 #define MAX_CHANNELS 256
-#define GUARD 8 /* output bytes around the pixel's channels that must keep their value */
 
-static int8_t x[X_BYTES], w[W_BYTES], out[MAX_CHANNELS + 2 * GUARD];
+static int8_t x[X_BYTES], w[W_BYTES], out[MAX_CHANNELS];
 static int32_t bias[MAX_CHANNELS], multiplier[MAX_CHANNELS];
 static int16_t bias16[MAX_CHANNELS];
 static int8_t shift[MAX_CHANNELS];
@@ -57,29 +59,31 @@ static int8_t expected(int32_t c, int narrow, int32_t x_row_stride, int32_t x_co
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
-/* One geometry, both bias types, mixed and extreme values (inlined: the sizes constants where the caller's are). */
+/* One geometry, both bias types, mixed and extreme values (inlined: the sizes constants where the caller's are),
+   every buffer a guarded copy of exactly what the call reads or writes (the forms' order puts each bias type's
+   copies once at a guard's start and once at a guard's end: guarded_copy alternates per slot). */
 static inline __attribute__((always_inline)) void check(int32_t x_row_stride, int32_t x_col_stride,
         int32_t w_row_stride, int32_t w_col_stride, int32_t rows, int32_t cols, int32_t channels)
 {
     for (int32_t form = 0; form < 4; ++form) {
-        const int narrow = form % 2, all_min = form / 2;
+        const int narrow = form == 1 || form == 2, all_min = form / 2;
         int32_t returned, wrong;
         draw(all_min);
-        for (int32_t i = 0; i < MAX_CHANNELS + 2 * GUARD; ++i) {
-            out[i] = (int8_t)0x5a;
-        }
+        int8_t *const g_out = guarded_copy(0, out, channels);
+        const int8_t *const g_x = guarded_copy(1, x, guarded_box(rows, cols, x_row_stride, x_col_stride, channels, 1));
+        const int8_t *const g_w = guarded_copy(2, w, guarded_box(rows, cols, w_row_stride, w_col_stride, channels, 1));
+        const void *const g_bias = narrow ? guarded_copy(3, bias16, 2 * channels) : guarded_copy(3, bias, 4 * channels);
+        const int32_t *const g_multiplier = guarded_copy(4, multiplier, 4 * channels);
+        const int8_t *const g_shift = guarded_copy(5, shift, channels);
         returned = narrow
-            ? lp_depthwise_pixel_s8x4_b16(out + GUARD, x, w, bias16, multiplier, shift, zero_point, x_row_stride,
+            ? lp_depthwise_pixel_s8x4_b16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, x_row_stride,
                                           x_col_stride, w_row_stride, w_col_stride, rows, cols, channels)
-            : lp_depthwise_pixel_s8x4(out + GUARD, x, w, bias, multiplier, shift, zero_point, x_row_stride,
+            : lp_depthwise_pixel_s8x4(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, x_row_stride,
                                       x_col_stride, w_row_stride, w_col_stride, rows, cols, channels);
+        guarded_back(0, out, channels);
         wrong = returned != 0;
-        for (int32_t i = 0; i < MAX_CHANNELS + 2 * GUARD; ++i) {
-            const int32_t c = i - GUARD;
-            const int8_t want = c >= 0 && c < channels
-                ? expected(c, narrow, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols)
-                : (int8_t)0x5a;
-            wrong |= out[i] != want;
+        for (int32_t c = 0; c < channels; ++c) {
+            wrong |= out[c] != expected(c, narrow, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols);
         }
         cases += 1;
         if (wrong && ++failures <= 5) {
