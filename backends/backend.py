@@ -77,6 +77,7 @@ class EmulatedRunner(Protocol):
     name: str  # the core class the code is compiled for (the profile's name)
     manifest_key: str  # the manifest's key of `EmulatedRun.measurements` (the backend's name)
     build_dir: str  # the folder, relative to OUT/, of the ELF build's objects and ELF: removed once finished
+    # (the object of OUT/<stem>.c is build_dir/<stem>.o, with its -fstack-usage file build_dir/<stem>.su)
 
     @property
     def board_name(self) -> str:
@@ -88,10 +89,6 @@ class EmulatedRunner(Protocol):
     def build_rule_files(self, model: str, config: BuildConfig) -> dict[str, str]:
         """The support files (path relative to OUT/ -> text) that the bundle's Makefile includes, which the
         compiler writes early, before the others (`tvm_ext.compile.early_objects`)."""
-
-    def early_object(self, stem: str) -> Optional[tuple[str, list[str]]]:
-        """The self-test ELF's object of OUT/<stem>.c (relative to OUT/) and the command, run in OUT/ once
-        `build_rule_files` are written, that compiles it alone; None when its build has no such object."""
 
     def makefile_lines(self) -> list[str]:
         """The lines that end the bundle's Makefile: its `qemu-test` target and `check` on it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +14,14 @@ from packager.bundle import BundleInputs
 from packager.make_text import make_words
 from packager.selftest import reference_checksums
 from packager.selftest_verdict import SelftestResult, read_selftest
+
+
+STACK_USAGE_FLAG = "-fstack-usage"
+"""What an emulated board's library objects are compiled with besides the Makefile's flags: GCC's stack usage
+file (<stem>.su beside <stem>.o), which changes no code. Its self-test ELF's build compiles each of the
+library's sources with its own flags, which differ from the library's only by flags that change no code either
+(backends.cortex_m.bundle_files.support.COMPILE_FLAGS): the same object, so `share_library_objects` gives the
+ELF's build the library's objects (with their .su files) instead of compiling each source twice."""
 
 
 class BuildError(Exception):
@@ -70,7 +79,8 @@ def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:
     flags (`BuildConfig.on_host`: the C is checked on the host; the device's build is the library's).
     """
     if config.emulated:
-        make(bundle_dir, "lib", jobs=jobs)
+        make(bundle_dir, "lib", library_variables(config), jobs=jobs)
+        share_library_objects(bundle_dir, config.emulated.build_dir)
         try:
             config.emulated.build(bundle_dir, jobs)
         except EmulatedBuildError as err:
@@ -83,6 +93,32 @@ def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:
         for host_object in [*bundle_dir.glob("*.o"), *bundle_dir.glob("lib*.a")]:
             host_object.unlink()
         make(bundle_dir, "lib", jobs=jobs)
+
+
+def library_variables(config: BuildConfig) -> dict[str, tuple[str, ...]]:
+    """The Makefile variables `make` overrides to compile the library's objects (`make_command`): warnings
+    as errors, and for an emulated board's build also STACK_USAGE_FLAG (its objects are the self-test ELF's)."""
+    return {"EXTRA_CFLAGS": ("-Werror", *((STACK_USAGE_FLAG,) if config.emulated else ()))}
+
+
+def share_library_objects(bundle_dir: Path, build_dir: str) -> list[str]:
+    """Give the self-test ELF's build (its objects in `build_dir`, relative to `bundle_dir`) each library object
+    `make lib` compiled with STACK_USAGE_FLAG: <stem>.o linked as build_dir/<stem>.o, and <stem>.su moved
+    there, so that the ELF's `make` takes the object as up to date (it is newer than its source) and links the
+    library's code. Returns the stems shared, in name order."""
+    shared = []
+    for library_object in sorted(bundle_dir.glob("*.o")):
+        stack_usage = library_object.with_suffix(".su")
+        if not stack_usage.is_file():  # not compiled with STACK_USAGE_FLAG: the ELF's build compiles its own
+            continue
+        elf_object = bundle_dir / build_dir / library_object.name
+        elf_object.parent.mkdir(parents=True, exist_ok=True)
+        elf_object.unlink(missing_ok=True)
+        elf_object.with_suffix(".d").unlink(missing_ok=True)
+        os.link(library_object, elf_object)
+        stack_usage.replace(elf_object.with_suffix(".su"))
+        shared.append(library_object.stem)
+    return shared
 
 
 def selftest_bundle(bundle_dir: Path, bundle: BundleInputs) -> tuple[SelftestResult, dict]:

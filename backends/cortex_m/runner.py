@@ -49,10 +49,6 @@ class CortexMRunner:
     def build_rule_files(self, model: str, config: BuildConfig) -> dict[str, str]:
         return {support.QEMU_TEST_MAKEFILE: support.makefile_fragment(model, config)}
 
-    def early_object(self, stem: str) -> Optional[tuple[str, list[str]]]:
-        goal = f"{support.CROSS_BUILD_DIR}/{stem}.o"
-        return goal, selftest.cross_make_command(goal)
-
     def makefile_lines(self) -> list[str]:
         return [f"# The self-test on the emulated {self.name}: `make qemu-test`.", support.QEMU_TEST_MAKE_INCLUDE,
                 "check: qemu-test", ""]

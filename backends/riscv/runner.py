@@ -49,10 +49,6 @@ class RiscvRunner:
     def build_rule_files(self, model: str, config: BuildConfig) -> dict[str, str]:
         return {support.QEMU_TEST_MAKEFILE: support.makefile_fragment(self.name, self.board, model, config)}
 
-    def early_object(self, stem: str) -> Optional[tuple[str, list[str]]]:
-        goal = f"{support.BUILD_DIR}/{stem}.o"
-        return goal, selftest.cross_make_command(goal, makefile=support.QEMU_TEST_MAKEFILE)
-
     def makefile_lines(self) -> list[str]:
         return [f"# The self-test on the emulated {self.name} (QEMU's RISC-V {self.board.name}): `make qemu-test`.",
                 support.QEMU_TEST_MAKE_INCLUDE, "check: qemu-test", ""]

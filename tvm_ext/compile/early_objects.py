@@ -5,9 +5,9 @@ The internal header, the kernels' C, the weights' C (`packager.bundle.library_so
 code generation is done, `compiling_early` writes them into the staging folder and starts one `make` per
 object there (the bundle's own Makefile rule, `packager.build.make_command`): the kernels' file, the
 largest compile of the build, then runs while this process plans the memory and writes the other files. On
-an emulated board's profile the self-test ELF compiles the same sources once more with its own flags
-(its runner's build rules, e.g. cortex_m/qemu-test.mk, whose objects list their headers in .d files): those
-objects start early too (`EmulatedRunner.early_object`).
+an emulated board's profile the objects are compiled with their stack usage files (`packager.build
+.library_variables`), as the build compiles them: the build links the self-test ELF from them too
+(`packager.build.share_library_objects`), so no source is compiled twice.
 
 `EarlyObjects.settle()`, called before the build, waits for those makes and keeps an object only when its
 make succeeded and every file it was made from is still byte-identical on disk (the packager rewrote each
@@ -30,7 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.backend import EmulatedRunner
 from packager.build import make_command
 from packager.build_files import BuildConfig
 from packager.files import replace_file
@@ -78,34 +77,27 @@ def eligible(config: BuildConfig) -> bool:
     return (config.runs_on_host or config.emulated is not None) and not config.units
 
 
-def object_makes(sources: list[str], runner: EmulatedRunner | None = None) -> dict[str, list[str]]:
+def object_makes(sources: list[str], variables: dict[str, tuple[str, ...]] | None = None) -> dict[str, list[str]]:
     """The objects the build compiles from the C files among `sources` (file names relative to the bundle),
-    each with the `make` command that compiles it as the build does: the library's object by the bundle's
-    Makefile and, for an emulated board's profile (`runner`, whose build rule files `sources` then hold), the
-    self-test ELF's object, compiled with its own flags (`EmulatedRunner.early_object`)."""
-    makes = {}
-    for name in sources:
-        if name.endswith(SOURCE_SUFFIX):
-            stem = name.removesuffix(SOURCE_SUFFIX)
-            makes[f"{stem}.o"] = make_command(f"{stem}.o")
-            emulated = runner.early_object(stem) if runner is not None else None
-            if emulated is not None:
-                makes[emulated[0]] = emulated[1]
-    return makes
+    each with the `make` command of the bundle's Makefile that compiles it as the build does (with the
+    Makefile `variables` the build overrides, `packager.build.library_variables`)."""
+    return {f"{name.removesuffix(SOURCE_SUFFIX)}.o": make_command(f"{name.removesuffix(SOURCE_SUFFIX)}.o", variables)
+            for name in sources if name.endswith(SOURCE_SUFFIX)}
 
 
 @contextmanager
 def compiling_early(folder: Path, sources: dict[str, str],
-                    runner: EmulatedRunner | None = None) -> Iterator[EarlyObjects]:
-    """Write `sources` (file name -> text, with the Makefile, and for an emulated board's profile its `runner`'s
-    build rule files) into `folder` and start one `make` for each object of `object_makes`, each in its own
-    process group. On leaving the block the makes still running are ended and waited for."""
+                    variables: dict[str, tuple[str, ...]] | None = None) -> Iterator[EarlyObjects]:
+    """Write `sources` (file name -> text, with the Makefile, and for an emulated board's profile its runner's
+    build rule files) into `folder` and start one `make` for each object of `object_makes` (with the Makefile
+    `variables` the build overrides), each in its own process group. On leaving the block the makes still
+    running are ended and waited for."""
     for name, text in sources.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         replace_file(folder / name, text)
     early = EarlyObjects(folder, {}, sources)
     try:
-        for name, command in object_makes(list(sources), runner).items():
+        for name, command in object_makes(list(sources), variables).items():
             with interrupts_held_back():  # a started make is in `early.makes`, to be ended with the block
                 early.makes[name] = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL,
                                                      stderr=subprocess.DEVNULL, start_new_session=True)

@@ -119,7 +119,11 @@ def plans_of(func) -> list[PatchPlan]:
     MAX_GRID; cut where its graph ends in one value and streamed bands) with the cost model's arena estimate (the
     rest of the graph layer by layer after the cut), by estimate then extra MACs (then fewer bands); [] without a
     chain."""
-    chain = _window_chain(func)
+    return _chain_plans(_window_chain(func))
+
+
+def _chain_plans(chain) -> list[PatchPlan]:
+    """`plans_of` of the window chain `chain` (None: no chain)."""
     if chain is None:
         return []
     stages, linear = chain.geometries, chain.geometries[:chain.linear]
@@ -165,7 +169,11 @@ def band_rows(func, cut: PatchCut) -> list[tuple[int, int]]:
     """The input rows [start, stop) each band of an n x 1 `cut` of `func`'s window chain reads (its receptive
     field, halo included; streamed: that of the first stage's new rows, for each band that has some), top band
     first: what a row-wise input fetches (tvm_ext.plan.row_input)."""
-    chain = _window_chain(func)
+    return _chain_band_rows(_window_chain(func), cut)
+
+
+def _chain_band_rows(chain, cut: PatchCut) -> list[tuple[int, int]]:
+    """`band_rows` of the window chain `chain`."""
     stages = chain.geometries[:cut.cut]
     if cut.driver is not None:
         first = stages[0]
@@ -180,11 +188,15 @@ def takes_rows(func, plan: PatchPlan) -> bool:
     """Whether `plan` runs in bands (an n x 1 grid) none of which reads every input row, the input read by its
     first stage alone: a plan a row-wise input can take (a band reading all rows would hold the whole input; a
     skip from the input would read its rows again)."""
-    chain = _window_chain(func)
+    return _chain_takes_rows(func, _window_chain(func), plan)
+
+
+def _chain_takes_rows(func, chain, plan: PatchPlan) -> bool:
+    """`takes_rows` of `func`'s window chain `chain` (None: none)."""
     if plan.grid[1] != 1 or not _from_input(func, chain) or any(-1 in inputs for inputs in chain.inputs[1:plan.cut]):
         return False
     height = chain.geometries[0].in_hw[0]
-    return all(rows != (0, height) for rows in band_rows(func, cut_of(plan)))
+    return all(rows != (0, height) for rows in _chain_band_rows(chain, cut_of(plan)))
 
 
 def _from_input(func, chain) -> bool:
@@ -229,11 +241,26 @@ def auto_candidates(func, arena_budget: int, rows: bool = False) -> list[PatchPl
     """The plans `auto` compiles, in order: estimated arena within `arena_budget` bytes, fewest extra MACs first
     (then smaller estimate): streamed bands (no extra MACs), then patches, at most AUTO_ATTEMPTS of each (the
     streamed plans' code is much alike: when their flash does not fit, the patches' may). `rows`: only plans a
-    row-wise input takes (`takes_rows`)."""
-    fitting = sorted((p for p in plans_of(func) if p.arena_bytes <= arena_budget and (not rows or takes_rows(func, p))),
-                     key=lambda p: (p.extra_macs, p.arena_bytes))
-    return ([p for p in fitting if p.streamed][:AUTO_ATTEMPTS]
-            + [p for p in fitting if not p.streamed][:AUTO_ATTEMPTS])
+    row-wise input takes (`takes_rows`, asked of the plans in that order only until AUTO_ATTEMPTS of each kind
+    are found: it follows each band's rows through the chain)."""
+    chain = _window_chain(func)
+    within = sorted((p for p in _chain_plans(chain) if p.arena_bytes <= arena_budget),
+                    key=lambda p: (p.extra_macs, p.arena_bytes))
+    streamed: list[PatchPlan] = []
+    patches: list[PatchPlan] = []
+    for plan in within:
+        kind = streamed if plan.streamed else patches
+        if len(kind) < AUTO_ATTEMPTS and (not rows or _chain_takes_rows(func, chain, plan)):
+            kind.append(plan)
+        if len(streamed) == len(patches) == AUTO_ATTEMPTS:
+            break
+    return streamed + patches
+
+
+def smallest_plan(func, rows: bool = False) -> list[PatchPlan]:
+    """[the plan of `plans_of` of smallest estimate] (`rows`: of those a row-wise input takes), [] when none."""
+    chain = _window_chain(func)
+    return next(([plan] for plan in _chain_plans(chain) if not rows or _chain_takes_rows(func, chain, plan)), [])
 
 
 def _stage_number(plan: PatchPlan) -> int | None:
@@ -363,8 +390,7 @@ class AutoSearch:
         # With a row-wise input (`rows`: only banded plans) the input is not held, its bands are in the arena.
         budget = self._profile.sram_bytes - (ram.total_bytes - ram.arena_bytes) + (ram.input_bytes if rows else 0)
         # None within the budget: the plan of smallest estimate is compiled all the same, for the refusal's figure.
-        self._plans = iter(auto_candidates(func, budget, rows)
-                           or [p for p in plans_of(func) if not rows or takes_rows(func, p)][:1])
+        self._plans = iter(auto_candidates(func, budget, rows) or smallest_plan(func, rows))
 
     def next_fitting(self) -> tuple:
         """The next plan whose planned RAM fits the SRAM, compiled: (lowered, generated, planned, ram, PatchFacts);

@@ -29,7 +29,7 @@ from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, OperatorSupport
 from packager import BundleFacts, BundleInputs, TestCase, TestVectors, finish_bundle, write_bundle
-from packager.build import BuildError, build_bundle, selftest_bundle
+from packager.build import BuildError, build_bundle, library_variables, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
 from packager.bundle import library_sources
 from packager.selftest_verdict import SelftestResult
@@ -478,7 +478,8 @@ class EarlyStarts:
         if self.enabled:
             with interrupts_held_back():  # the makes started are ended with `running`
                 self.current = self.running.enter_context(early_objects.compiling_early(
-                    self.folder, early_sources(generated, self.profile, self.config), self.config.emulated))
+                    self.folder, early_sources(generated, self.profile, self.config),
+                    library_variables(self.config)))
 
     def discard(self) -> None:
         """Drop what the compile wrote for kernels it no longer takes. Afterwards no early make runs (those
@@ -900,7 +901,7 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
                                generated.constants, profile.alignment_bytes, source.signal_helpers,
                                sections=len(profile.memory_regions) > 1),
              "Makefile": write_makefile(model, config)}
-    if config.emulated is not None:  # the self-test ELF's rules, for its own objects of the same sources
+    if config.emulated is not None:  # the self-test ELF's rules: the Makefile includes them
         files.update(config.emulated.build_rule_files(model, config))
     return files
 

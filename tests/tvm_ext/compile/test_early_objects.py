@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 import target
+from packager import build
 from packager.build_files import BuildConfig, write_makefile
 from packager.files import replace_file
 from tvm_ext.compile import pipeline
 from emulator.tools import missing_tools
-from backends.cortex_m.bundle_files import CROSS_BUILD_DIR
 from tvm_ext.compile.early_objects import EarlyObjects, compiling_early
 
 WAIT_SECONDS = 60  # for a compiler on this shared, loaded 2-core machine
@@ -168,10 +168,11 @@ def test_an_interrupt_while_the_kernels_compile_leaves_nothing(tmp_path, monkeyp
 
 
 @pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"), reason="no arm-none-eabi/QEMU here")
-def test_on_an_emulated_board_the_self_test_objects_compile_early_too(tmp_path, monkeypatch):
-    """cortex-m4f with jobs=2: the self-test ELF's objects of the kernels and weights (its own flags, in
-    CROSS_BUILD_DIR) are compiled beside the planning as the library's are, and kept by the build; the
-    bundle's files, its library and its measurements are those of jobs=1."""
+def test_on_an_emulated_board_the_self_test_links_the_early_library_objects(tmp_path, monkeypatch):
+    """cortex-m4f with jobs=2: the library's objects of the kernels and weights are compiled beside the planning
+    with their stack usage files and kept by the build, whose self-test ELF links those very objects (hard links
+    in the cross build's folder, no second compile); the bundle's files, its library and its measurements are those of
+    jobs=1."""
     import tvm_ext
     from tvm_ext.example import EXAMPLE_NAME, write_example_model
 
@@ -184,9 +185,19 @@ def test_on_an_emulated_board_the_self_test_objects_compile_early_too(tmp_path, 
         return kept[-1]
 
     monkeypatch.setattr(EarlyObjects, "settle", watched_settle)
-    bundles = [tvm_ext.compile(model, target="cortex-m4f", out=tmp_path / f"jobs{jobs}", jobs=jobs) for jobs in (1, 2)]
+    shared: list[list[str]] = []
+    share = build.share_library_objects
+    monkeypatch.setattr(build, "share_library_objects", lambda *args: shared.append(share(*args)) or shared[-1])
+    bundles = [tvm_ext.compile(model, target="cortex-m4f", out=tmp_path / f"jobs{jobs}", jobs=jobs,
+                               keep_cross_build=tmp_path / f"cross{jobs}") for jobs in (1, 2)]
     stems = (f"{EXAMPLE_NAME}_kernels", f"{EXAMPLE_NAME}_weights")
-    assert kept == [sorted([*(f"{stem}.o" for stem in stems), *(f"{CROSS_BUILD_DIR}/{stem}.o" for stem in stems)])]
+    assert kept == [[f"{stem}.o" for stem in stems]]
+    library = sorted((*stems, f"{EXAMPLE_NAME}_model"))
+    assert shared == [library, library]
+    for jobs in (1, 2):  # the ELF's make compiled (-MMD: a .d file) only its own sources, the self-test's
+        cross = tmp_path / f"cross{jobs}"
+        assert sorted(path.stem for path in cross.glob("*.d")) == ["selftest"]
+        assert all((cross / f"{stem}.su").is_file() for stem in library)
     serial, parallel = bundles
     assert serial.library.read_bytes() == parallel.library.read_bytes()
     assert [p.name for p in serial.files] == [p.name for p in parallel.files]
