@@ -182,6 +182,20 @@ static inline void draw_tile_constants(int32_t *bias, int16_t *bias16, int32_t *
     }
 }
 
+/* The epilogue constants of n channels of a depthwise tiles test (test_depthwise_pair.c, test_depthwise_pixel.c,
+   test_depthwise_tiles_s8x4.c): biases up to +-2^28, int16 ones for the _b16 forms, drawn multipliers, shifts
+   -1 - (salt + c) % 31 (every shift -31..-1 over the cases). */
+static inline void draw_depthwise_constants(int32_t *bias, int16_t *bias16, int32_t *multiplier, int8_t *shift,
+                                            int32_t n, int32_t salt, uint32_t *state)
+{
+    for (int32_t c = 0; c < n; ++c) {
+        bias[c] = (int32_t)(next_value(state) << 13) - (1 << 28);
+        bias16[c] = (int16_t)(int32_t)(next_value(state) % 65536u - 32768u);
+        multiplier[c] = (int32_t)((next_value(state) % 32768u) << 15) + (1 << 30);
+        shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(salt + c) % 31u));
+    }
+}
+
 #define PAIR_GUARD 3 /* output bytes after each pixel's channels that must keep their value */
 #define PAIR_UNTOUCHED ((int8_t)0x5a)
 

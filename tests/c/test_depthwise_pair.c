@@ -41,12 +41,7 @@ static void draw(int all_min)
     for (int32_t i = 0; i < W_HALVES; ++i) {
         w[i] = (int16_t)(all_min ? -128 : (int32_t)(next_value(&state) % 256u) - 128);
     }
-    for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
-        bias[c] = (int32_t)(next_value(&state) << 13) - (1 << 28);
-        bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
-        multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
-        shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(cases + c) % 31u));
-    }
+    draw_depthwise_constants(bias, bias16, multiplier, shift, MAX_CHANNELS, cases, &state);
     zero_point = (int32_t)(next_value(&state) % 256u) - 128;
 }
 

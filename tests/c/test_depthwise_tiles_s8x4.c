@@ -240,12 +240,7 @@ int main(void)
                         for (int32_t i = 0; i < BUFFER; ++i) {
                             widened.halves[i] = w[i];
                         }
-                        for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
-                            bias[c] = (int32_t)(next_value(&state) << 13) - (1 << 28);
-                            bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
-                            multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
-                            shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(cases + c) % 31u));
-                        }
+                        draw_depthwise_constants(bias, bias16, multiplier, shift, MAX_CHANNELS, cases, &state);
                         for (int32_t helper = 0; helper < 8; ++helper) {
                             /* int16 weights: inlined, 3x3, 5x5; then int8 ones, inlined; each _b16 too */
                             const int narrow = helper % 2 == 1, side = helper < 2 || helper >= 6 ? 0 : (helper < 4 ? 3 : 5);
