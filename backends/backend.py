@@ -130,13 +130,15 @@ class Backend:
     (`packager.kernel_kinds`; None: no targets, report.md then marks no call), and `helpers_of(profile)`: the
     library that defines those helpers in a bundle for `profile`, with the same names and contracts and the
     bodies of the profile's core (TFLite Micro's per-target kernel override; None: `helper_library` on every
-    core)."""
+    core), and `rounding_forms`: the `packager.fixed_point_c` helpers its bundles define in a form of their own
+    (a rounding -> its form, one of that module's HELPERS with the same C name, contract and results)."""
 
     name: str
     helper_library: Optional[HelperLibrary]
     emulated_runner: Callable[[Profile], Optional[EmulatedRunner]]
     kind_targets: Callable[[Profile], Optional[Mapping[KernelKind, float]]]
     helpers_of: Optional[Callable[[Profile], HelperLibrary]] = None
+    rounding_forms: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def bundle_helper_libraries(self, profile: Profile, called: tuple[HelperLibrary, ...]
                                 ) -> tuple[HelperLibrary, ...]:
@@ -146,6 +148,11 @@ class Backend:
             return called
         own = self.helpers_of(profile)
         return tuple(own if library == self.helper_library else library for library in called)
+
+    def bundle_roundings(self, called: tuple[str, ...]) -> tuple[str, ...]:
+        """The `packager.fixed_point_c` helpers a bundle defines, given those its kernels call (`called`): each in
+        this backend's form where `rounding_forms` names one."""
+        return tuple(self.rounding_forms.get(rounding, rounding) for rounding in called)
 
 
 def no_kind_targets(profile: Profile) -> None:

@@ -55,6 +55,9 @@ from packager.template_files import helper_template_c
 REQUANTIZE_HELPERS = ("double", "double_right_shift", "double_small", "single")
 RIGHT_SHIFT_ONLY = "double_right_shift"
 SMALL_RIGHT_SHIFT = "double_small"
+SMALL_RIGHT_SHIFT_MULH = "double_small_mulh"
+"""SMALL_RIGHT_SHIFT's form (the same C name, contract and results) for cores without SMMULR that multiply to a
+high word in one instruction (RV32IM's MULH): a backend's `rounding_forms` names it in place of SMALL_RIGHT_SHIFT."""
 SMALL_ACCUMULATOR_LIMIT = 2**30
 """The small variant's accumulators lie in [-SMALL_ACCUMULATOR_LIMIT, SMALL_ACCUMULATOR_LIMIT)."""
 REQUANTIZE_16X8 = "16x8"
@@ -87,17 +90,22 @@ HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS),
                        **{helper: (FLOAT_BITS,) for helper in FLOAT_MATH_HELPERS}, TANHF: (FLOAT_BITS, EXPF),
                        ERFF: (FLOAT_BITS, EXPF)}
 """The helpers each helper calls."""
+FORMS = {SMALL_RIGHT_SHIFT_MULH: SMALL_RIGHT_SHIFT}
+"""Each other form of a helper: its helper (whose C name, contract and place in HELPERS' order it takes)."""
 
 
 def requantize_helper_name(prefix: str, rounding: str) -> str:
-    """The C name of the helper for `rounding` (one of HELPERS) in the bundle `prefix`."""
+    """The C name of the helper for `rounding` (one of HELPERS, or of FORMS: its helper's) in the bundle `prefix`."""
+    rounding = FORMS.get(rounding, rounding)
     requantizes = rounding in REQUANTIZE_HELPERS or rounding in (REQUANTIZE_16X8, REQUANTIZE_FLOAT32)
     return f"{prefix}_requantize_{rounding}" if requantizes else f"{prefix}_{rounding}"
 
 
 _TEMPLATES = {
     "double": "fixed_point_requantize_double.h.in", RIGHT_SHIFT_ONLY: "fixed_point_requantize_double_right_shift.h.in",
-    SMALL_RIGHT_SHIFT: "fixed_point_requantize_double_small.h.in", "single": "fixed_point_requantize_single.h.in",
+    SMALL_RIGHT_SHIFT: "fixed_point_requantize_double_small.h.in",
+    SMALL_RIGHT_SHIFT_MULH: "fixed_point_requantize_double_small_mulh.h.in",
+    "single": "fixed_point_requantize_single.h.in",
     REQUANTIZE_16X8: "fixed_point_requantize_16x8.h.in", SATURATE_INT8: "fixed_point_saturate_int8.h.in",
     SATURATE_INT16: "fixed_point_saturate_int16.h.in",
     COUNT_LEADING_ZEROS: "fixed_point_count_leading_zeros.h.in", DOUBLING_HIGH_MUL: "fixed_point_doubling_high_mul.h.in",
@@ -109,8 +117,9 @@ _TEMPLATES = {
 
 
 def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:
-    """The C definitions of the helpers for `roundings` (each one of HELPERS) and of those they call, in a
-    fixed order."""
+    """The C definitions of the helpers for `roundings` (each one of HELPERS or of FORMS) and of those they call,
+    in a fixed order (a form in its helper's place)."""
     wanted = set(roundings)
     wanted.update(*(HELPER_DEPENDENCIES.get(r, ()) for r in tuple(wanted)))
-    return "\n".join(helper_template_c("packager", _TEMPLATES[r], prefix) for r in HELPERS if r in wanted)
+    in_order = (form for helper in HELPERS for form in (helper, *(f for f, of in FORMS.items() if of == helper)))
+    return "\n".join(helper_template_c("packager", _TEMPLATES[r], prefix) for r in in_order if r in wanted)

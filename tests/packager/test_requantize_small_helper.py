@@ -16,10 +16,13 @@ import pytest
 from tvm import relax
 
 import tflite_int8_reference as ref
-from c_checks import SANITIZE, STRICT_WARNINGS, run_c_program_under_qemu
-from emulator.tools import missing_tools
+from c_checks import SANITIZE, STRICT_WARNINGS, run_c_program_under_qemu, run_c_program_under_riscv_qemu
+from emulator.tools import RISCV_TOOLS, missing_tools
 from packager.fixed_point_c import (SATURATE_INT8, SATURATE_INT16, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT,
-                                    requantize_helper_name, requantize_helpers_c)
+                                    SMALL_RIGHT_SHIFT_MULH, requantize_helper_name, requantize_helpers_c)
+from backends import backend_of
+from required_tools import require_tools
+from target.loading import load_profile
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 from tvm_ext.compile import compile
 from tvm_ext.kernels import Rounding
@@ -69,10 +72,11 @@ def _small_cases(count: int) -> np.ndarray:
     return np.concatenate([np.stack([acc, multiplier, shift], axis=1), np.array(grid)]).astype(np.int64)
 
 
-def test_small_accumulator_helper_matches_tflite_on_its_domain(tmp_path):
+@pytest.mark.parametrize("form", [SMALL_RIGHT_SHIFT, SMALL_RIGHT_SHIFT_MULH])
+def test_small_accumulator_helper_matches_tflite_on_its_domain(tmp_path, form):
+    """The portable form and the RISC-V backend's (MULH) alike."""
     cases = _small_cases(400_000)
-    got = _run_helper(tmp_path, SMALL_RIGHT_SHIFT,
-                      f"{requantize_helper_name('m', SMALL_RIGHT_SHIFT)}(triple[0], triple[1], triple[2])", cases)
+    got = _run_helper(tmp_path, form, f"{requantize_helper_name('m', form)}(triple[0], triple[1], triple[2])", cases)
     expected = ref.multiply_by_quantized_multiplier(cases[:, 0], cases[:, 1], cases[:, 2]).astype(np.int32)
     mismatches = np.flatnonzero(got != expected)
     assert not mismatches.size, [tuple(cases[i]) + (got[i], expected[i]) for i in mismatches[:5]]
@@ -167,6 +171,33 @@ def test_helpers_match_tflite_under_qemu(tmp_path: Path, profile: str):
     selftest = _ARM_SELFTEST.format(helpers=helpers, requantize=requantize_helper_name("rq", SMALL_RIGHT_SHIFT),
                                     saturate=requantize_helper_name("rq", SATURATE_INT8))
     run_cases_under_qemu(tmp_path, profile, rows, selftest)
+
+
+@pytest.mark.parametrize("profile", ["rv32imc", "rv32imafc", "cortex-m0plus", "cortex-m4f", "cortex-m55", "lowpower"])
+def test_only_the_riscv_bundles_define_the_mulh_form(profile: str):
+    """A bundle's kernels call "double_small"; the RISC-V backend's bundles define it in the MULH form (same C name),
+    every other backend's in the portable one (the Cortex-M DSP cores' SMMULR inside it)."""
+    roundings = backend_of(load_profile(profile)).bundle_roundings(("double", SMALL_RIGHT_SHIFT, SATURATE_INT8))
+    form = SMALL_RIGHT_SHIFT_MULH if profile.startswith("rv32") else SMALL_RIGHT_SHIFT
+    assert roundings == ("double", form, SATURATE_INT8)
+    assert requantize_helpers_c("m", roundings).count(f"{requantize_helper_name('m', form)}(") == 1
+
+
+@pytest.mark.parametrize("profile", ["rv32imc", "rv32imafc"])
+def test_mulh_form_matches_tflite_under_qemu_on_rv32(tmp_path: Path, profile: str):
+    """The RISC-V backend's form (`SMALL_RIGHT_SHIFT_MULH`) built with the profile's compiler (its MUL and MULH)."""
+    require_tools(RISCV_TOOLS)
+    rng = np.random.default_rng(5)
+    cases = np.concatenate([_small_cases(0), _small_cases(2000)[rng.choice(2000, 1000, replace=False)]])
+    expected = ref.multiply_by_quantized_multiplier(cases[:, 0], cases[:, 1], cases[:, 2])
+    rows = ", ".join("{%d, %d, %d, %d}" % (a, m, e, r) for (a, m, e), r in zip(cases.tolist(), expected.tolist()))
+    (tmp_path / "rq.h").write_text(f"#define RQ_CASES {rows}\n")
+    source = tmp_path / "selftest.c"
+    source.write_text(_ARM_SELFTEST.format(helpers=requantize_helpers_c("rq", [SMALL_RIGHT_SHIFT_MULH, SATURATE_INT8]),
+                                           requantize=requantize_helper_name("rq", SMALL_RIGHT_SHIFT_MULH),
+                                           saturate=requantize_helper_name("rq", SATURATE_INT8)))
+    result = run_c_program_under_riscv_qemu(tmp_path, profile, source)
+    assert result.exit_status == 0 and "wrong 0" in result.stdout, result.ending() + "\n" + result.stdout
 
 
 def run_cases_under_qemu(folder: Path, profile: str, rows: str, selftest_c: str) -> None:

@@ -712,8 +712,9 @@ def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: 
     except UncheckedIndexError as err:
         raise CompileError(f"{imported.model.path.name}: {_operators_of(lowered, err.kernel)} is refused: "
                            f"{err.problems[0]}") from err
-    source = replace(source, helper_libraries=backend_of(profile).bundle_helper_libraries(profile,
-                                                                                         source.helper_libraries))
+    backend = backend_of(profile)
+    source = replace(source, helper_libraries=backend.bundle_helper_libraries(profile, source.helper_libraries),
+                     requantize_roundings=backend.bundle_roundings(source.requantize_roundings))
     plan, constants = extract_plan(lowered.mod, imported.model, profile, lowered.c_name_of, source.signatures)
     return Generated(source, plan, constants)
 
