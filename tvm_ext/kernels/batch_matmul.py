@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 from tvm import te
 
-from .fixed_point import Rounding
+from .fixed_point import Rounding, fits_small_input, largest_centered, shifts_right_only
 from .quant_params import ActivationRange
 from .requantize import OutputStage, requantize
 
@@ -33,7 +33,12 @@ def batch_matmul_int8(
     depth = lhs_shape[-2] if adj_x else lhs_shape[-1]
     cols = rhs_shape[-2] if adj_y else rhs_shape[-1]
     batch_shape = tuple(int(d) for d in np.broadcast_shapes(tuple(lhs_shape[:-2]), tuple(rhs_shape[:-2])))
-    stage = OutputStage(multiplier, shift, output_zero_point, activation, rounding)
+    # every sum's magnitude at most depth x both operands' largest centered values: where that is small and the
+    # shift right only, TFLite's double rounding is the cheaper "double_small" helper (the same results)
+    largest = depth * largest_centered(lhs.dtype, lhs_zero_point) * largest_centered(rhs.dtype, rhs_zero_point)
+    stage = OutputStage(multiplier, shift, output_zero_point, activation, rounding,
+                        right_shift_only=shifts_right_only(multiplier, shift),
+                        small_accumulator=fits_small_input(-largest, largest))
     k = te.reduce_axis((0, depth), "k")
 
     def acc_at(*index):

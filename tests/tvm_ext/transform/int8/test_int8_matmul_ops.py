@@ -24,7 +24,13 @@ from tflite.Padding import Padding  # noqa: E402
 from emulator.tools import missing_tools  # noqa: E402
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm import te  # noqa: E402
+
+from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT  # noqa: E402
 from tvm_ext.compile import CompileError, compile  # noqa: E402
+from tvm_ext.kernels import Rounding  # noqa: E402
+from tvm_ext.kernels.batch_matmul import batch_matmul_int8  # noqa: E402
+from tvm_ext.kernels.quant_params import ActivationRange  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,22 @@ needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-
 
 def test_batch_matmul_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(batch_matmul_model(BATCH_MATMUL_CASES), tmp_path)
+
+
+@pytest.mark.parametrize("depth, rhs_zero_point, helper", [(20, 7, SMALL_RIGHT_SHIFT), (16_512, -128, SMALL_RIGHT_SHIFT),
+                                                             (16_513, -128, RIGHT_SHIFT_ONLY)])
+def test_the_generic_kernel_requantizes_provably_small_sums_with_the_small_helper(depth, rhs_zero_point, helper):
+    """The generic kernel's requantization (the one every core without a batch matmul helper runs: RISC-V's,
+    generic C's) is TFLite's double rounding by its "double_small" helper where depth x both operands' largest
+    centered values stays below 2^30 (16,512 x 255 x 255 does, 16,513 x 255 x 255 does not), the same results
+    (tests above: bit-exact with TFLite Micro)."""
+    lhs, rhs = te.placeholder((2, 3, depth), "int8"), te.placeholder((2, depth, 5), "int8")
+    out = batch_matmul_int8(lhs, rhs, lhs_zero_point=127, rhs_zero_point=rhs_zero_point, adj_x=False, adj_y=False,
+                            multiplier=2**30 + 5, shift=-9, output_zero_point=3, activation=ActivationRange(),
+                            rounding=Rounding.DOUBLE)
+    body = str(out.op.body)  # TVMScript prints the op tvm_ext.x as T.tvm_ext_x
+    assert REQUANTIZE_OPS[helper].replace(".", "_") + "(" in body, body
+    assert body.count("multiply_by_quantized_multiplier") == 1, body
 
 
 # Products whose widened columns take an arena scratch (over 64 B): a 2-head attention's scores of 9 tokens by a
