@@ -131,7 +131,7 @@ class Backend:
     library that defines those helpers in a bundle for `profile`, with the same names and contracts and the
     bodies of the profile's core (TFLite Micro's per-target kernel override; None: `helper_library` on every
     core), and `rounding_forms`: the `packager.fixed_point_c` helpers its bundles define in a form of their own
-    (a rounding -> its form, one of that module's HELPERS with the same C name, contract and results)."""
+    (a rounding -> its form, one of that module's FORMS: the same C name, contract and results)."""
 
     name: str
     helper_library: Optional[HelperLibrary]
