@@ -341,7 +341,8 @@ class KernelSchedules:
     """Whether a recurrent cell's interleaved weights (`interleaved_gate_weights`: an LSTM's gates', an SVDF's
     feature weights) are widened to int16 at compile time where the flash holds the extra byte per weight
     (`tvm_ext.transform.int8.lowering.widen_gate_weights`), for a core whose interleaved MAC then reads them without
-    widening them in its loop."""
+    widening them in its loop; so are an int8 SVDF's time weights in unit rows (`svdf_unit_rows`) of whole groups of
+    four, in SXTB16's lane order (`tvm_ext.kernels.extern_mac.lane_order`), for its row dot product."""
     scratch_free_form: Optional[Callable[[Any], Optional["ScratchFreeForm"]]] = None
     """A scheduled kernel's (PrimFunc's) form with less scratch (`ScratchFreeForm`), or None where it has none; the
     compile takes it for the kernels whose scratch makes the planned arena larger (`tvm_ext.compile.scratch_forms`).

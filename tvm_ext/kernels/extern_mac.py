@@ -9,6 +9,7 @@ block is C's plain loop: the same integer sums.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -58,29 +59,56 @@ def accumulate_products(acc: tirx.Buffer, data: tirx.Buffer, data_row: Sequence[
     return tirx.For(k, 0, depth, tirx.ForKind.SERIAL, tirx.For(c, 0, count, tirx.ForKind.SERIAL, realize))
 
 
+LANE_GROUP = 4
+"""Inputs per group of a lane-order row (``accumulate_row`` with ``lanes``, ``lane_order``): a word of int8 inputs,
+whose bytes 0, 2 and 1, 3 a DSP core's SXTB16 widens into two pairs."""
+
+
+def lane_order(rows: np.ndarray) -> np.ndarray:
+    """Rows (..., L) of weights, L a multiple of LANE_GROUP, in SXTB16's lane order: per group of four, the weights of
+    inputs 0, 2, 1, 3 (``[..., 4g + 2a + b]`` holds ``[..., 4g + a + 2b]``), the order ``accumulate_row`` with
+    ``lanes`` reads them in."""
+    *lead, length = rows.shape
+    grouped = rows.reshape(*lead, length // LANE_GROUP, 2, 2)
+    return np.ascontiguousarray(np.swapaxes(grouped, -1, -2).reshape(rows.shape))
+
+
+def _combined(iter_vars: list[tirx.IterVar], steps: list[int]) -> PrimExpr:
+    """The sum of each variable times its step (a step of 1: the variable itself)."""
+    terms = [iv.var if step == 1 else iv.var * step for iv, step in zip(iter_vars, steps)]
+    return functools.reduce(lambda total, term: total + term, terms)
+
+
 def accumulate_row(acc: tirx.Buffer, data: tirx.Buffer, data_row: Sequence[PrimExpr], data_start: PrimExpr,
                    weights: tirx.Buffer, weight_row: Sequence[PrimExpr], depth: int, name: str,
-                   data_zero_point: int = 0) -> tirx.Stmt:
+                   data_zero_point: int = 0, lanes: bool = False) -> tirx.Stmt:
     """The loop ``for k < depth: acc[0] += (int32(data[*data_row, data_start + k]) - data_zero_point) *
     int32(weights[*weight_row, k])`` around one reduction block named ``name`` (no init: the caller sets the
     accumulator): one row's dot product into one accumulator, the row starting anywhere in the data's last axis (a
     DSP core's helper computes it: ``backends.cortex_m.schedules.extern_helpers``). ``data_row`` and
     ``weight_row`` index every axis of ``data`` and ``weights`` but the last; they and ``data_start`` may use the
-    caller's loop variables (each becomes an iteration variable of the block, bound to it)."""
-    k = tirx.Var("k", "int32")
+    caller's loop variables (each becomes an iteration variable of the block, bound to it). ``lanes``: the weights
+    in ``lane_order`` (depth a multiple of LANE_GROUP), three loops (groups g, then a < 2, then b < 2) in which input
+    4g + a + 2b meets weight 4g + 2a + b: the same sum."""
+    axes = [(depth // LANE_GROUP, LANE_GROUP, LANE_GROUP), (2, 1, 2), (2, 2, 1)] if lanes else [(depth, 1, 1)]
+    names = [f"k{axis}" for axis in range(len(axes))] if lanes else ["k"]
+    loop_vars = [tirx.Var(name, "int32") for name in names]
     row_vars = _row_vars([int(extent) for extent in (*data.shape[:-1], *weights.shape[:-1])])
     data_vars, weight_vars = row_vars[:len(data_row)], row_vars[len(data_row):]
     vs = tirx.IterVar(tvm.ir.Range(0, int(data.shape[-1])), tirx.Var("vs", "int32"), tirx.IterVar.DataPar)
-    vk = tirx.IterVar(tvm.ir.Range(0, depth), tirx.Var("vk", "int32"), tirx.IterVar.CommReduce)
-    data_index = [v.var for v in data_vars] + [vs.var + vk.var]
-    weight_index = [v.var for v in weight_vars] + [vk.var]
+    vks = [tirx.IterVar(tvm.ir.Range(0, extent), tirx.Var(f"v{name}", "int32"), tirx.IterVar.CommReduce)
+           for name, (extent, _, _) in zip(names, axes)]
+    data_index = [v.var for v in data_vars] + [vs.var + _combined(vks, [step for _, step, _ in axes])]
+    weight_index = [v.var for v in weight_vars] + [_combined(vks, [step for _, _, step in axes])]
     zero = tirx.const(0, "int32")
     update = tirx.BufferStore(acc, acc[zero] + _centred(data[tuple(data_index)], data_zero_point)
                               * _centred(weights[tuple(weight_index)], 0), [zero])
     reads = [_region(acc, [zero]), _region(data, data_index), _region(weights, weight_index)]
-    block = s_tir.SBlock([*data_vars, vs, *weight_vars, vk], reads, reads[:1], name, update)
-    realize = s_tir.SBlockRealize([*data_row, data_start, *weight_row, k], True, block)
-    return tirx.For(k, 0, depth, tirx.ForKind.SERIAL, realize)
+    block = s_tir.SBlock([*data_vars, vs, *weight_vars, *vks], reads, reads[:1], name, update)
+    nest: tirx.Stmt = s_tir.SBlockRealize([*data_row, data_start, *weight_row, *loop_vars], True, block)
+    for var, (extent, _, _) in reversed(list(zip(loop_vars, axes))):
+        nest = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, nest)
+    return nest
 
 
 def accumulate_interleaved(acc: tirx.Buffer, start: tirx.Buffer, start_row: Sequence[PrimExpr], data: tirx.Buffer,

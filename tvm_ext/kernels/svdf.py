@@ -194,10 +194,12 @@ def svdf_unit_rows(weight_time: np.ndarray, rank: int) -> np.ndarray:
 def svdf_output_rows(state: te.Tensor, weight_rows: te.Tensor, bias: Optional[te.Tensor], *,
                      state_zero_point: int, multiplier: int, shift: int, output_zero_point: int,
                      rounding: Rounding, right_shift_only: bool = False,
-                     small_accumulator: bool = False) -> te.Tensor:
+                     small_accumulator: bool = False, lanes: bool = False) -> te.Tensor:
     """``svdf_output``'s values as one TE extern stage (a backend's choice,
     ``backends.backend.KernelSchedules.svdf_unit_rows``): weight_rows (U, rank * M) (``svdf_unit_rows``), state
-    (B, F * M), bias int32[U] or None -> int8 (B, U).
+    (B, F * M), bias int32[U] or None -> int8 (B, U). ``lanes``: int8 state, weight_rows int16 in
+    ``tvm_ext.kernels.extern_mac.lane_order`` (rank * M a multiple of its groups; the int8 lowering's choice where
+    the backend widens gate weights and the flash holds them), read in that order: the same sums.
 
     A unit's rank filters hold their memories one after another in the state, so its sum over them is one dot
     product of its row of the state (rank * M values from u * rank * M) with its row of time weights: per batch and
@@ -219,7 +221,7 @@ def svdf_output_rows(state: te.Tensor, weight_rows: te.Tensor, bias: Optional[te
         unit = tirx.SeqStmt([
             tirx.BufferStore(acc, zero, [zero]),
             accumulate_row(acc, rows, [b], u * length, weights, [u], length, "svdf_time_product",
-                           data_zero_point=state_zero_point),
+                           data_zero_point=state_zero_point, lanes=lanes),
             tirx.BufferStore(out, requantize(tirx.BufferLoad(acc, [zero]), u, stage,
                                                 None if biases is None else lambda c: biases[c]),
                              [b, u]),

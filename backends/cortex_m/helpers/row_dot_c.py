@@ -1,6 +1,7 @@
 """The bundle's row dot product helpers: `<prefix>_row_dot_s8x4`, `static inline` C in `<model>_internal.h`, called by
 the SVDF time product on DSP cores (`backends.cortex_m.schedules.row_dot`), and the one-row dot products
-`<prefix>_row_dot_s8` and `<prefix>_row_dot_s16` (the time product unit after unit).
+`<prefix>_row_dot_s8` and `<prefix>_row_dot_s16` (the time product unit after unit), and `<prefix>_row_dot_s8_pairs`
+(int8 rows against int16 time weights laid out in SXTB16's lane order at compile time).
 
 It adds to four int32 accumulators the dot product of each channel's int8 input row with its own int8
 weight row. Where the compiler defines `__ARM_FEATURE_DSP`, four inputs and four weights per 32-bit load,
@@ -39,6 +40,12 @@ ROW_DOT1_TAGS = {"int8": "s8", "int16": "s16"}
 def row_dot1_helper_name(prefix: str, rows: str) -> str:
     """The C name of the one-row helper over ``rows`` ("int8" or "int16") in the bundle `prefix`."""
     return f"{prefix}_row_dot_{ROW_DOT1_TAGS[rows]}"
+
+
+def row_dot_lanes_helper_name(prefix: str) -> str:
+    """The C name of the one-row helper over int8 inputs and int16 weights in SXTB16's lane order in the bundle
+    `prefix`."""
+    return f"{prefix}_row_dot_s8_pairs"
 
 
 def row_dot1_c(prefix: str) -> str:

@@ -15,6 +15,7 @@ computes exactly what it does:
   ``<prefix>_dual_mac_s16x4_interleaved``, two channels' eight int16 weights per load (an LDM of four words);
 - a loop over k around a MAC block ``acc[a] += x[x0 + k] * w[w0 + k]`` (one accumulator, int8 or int16 rows: an SVDF
   unit's time product): ``<prefix>_row_dot_s8`` or ``_s16`` (``backends.cortex_m.schedules.row_dot.row_dot1_call``);
+  over int8 x and int16 w in SXTB16's lane order (three loops: groups, pairs, lanes) ``<prefix>_row_dot_s8_pairs``;
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);

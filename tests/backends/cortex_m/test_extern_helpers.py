@@ -15,12 +15,12 @@ from backends.cortex_m.helpers.dual_mac_interleaved_c import INTERLEAVED_GROUP  
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
 from backends.cortex_m.schedules.extern_helpers import (COPY_OP, STATE_SHIFT_OP, TRANSPOSE_OP,  # noqa: E402
-                                                       _transpose_call)
+                                                       _transpose_call, extern_helper_calls)
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.extern_mac import INTERLEAVED_TILE  # noqa: E402
 from tvm_ext.kernels.lstm import GATE_TILE  # noqa: E402
-from tvm_ext.kernels.svdf import FEATURE_TILE, svdf_output, svdf_state_update  # noqa: E402
-from backends.cortex_m.schedules.row_dot import ROW_DOT_OP  # noqa: E402
+from tvm_ext.kernels.svdf import FEATURE_TILE, svdf_output, svdf_output_rows, svdf_state_update  # noqa: E402
+from backends.cortex_m.schedules.row_dot import ROW_DOT1_OPS, ROW_DOT_LANES_OP, ROW_DOT_OP  # noqa: E402
 from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
 from tvm_ext.tir.tir_walk import walk  # noqa: E402
 
@@ -93,6 +93,26 @@ def test_dsp_time_product_of_a_folded_zero_point_calls_the_row_dot_product() -> 
 def test_a_time_product_the_helper_cannot_compute_keeps_its_loop(zero_point: int, dtype: str) -> None:
     """A zero point left in the product, or int16 state (no SXTB16 pairs to make): no call."""
     assert _row_dots(inline_intermediates(_output_stage(zero_point, dtype), 4, DUAL_MAC_SCHEDULES)) == []
+
+
+def _rows_output(weights: str, lanes: bool, length: int = 12) -> tirx.PrimFunc:
+    state = te.placeholder((1, 3 * length), "int8", name="state")
+    rows = te.placeholder((3, length), weights, name="rows")
+    out = svdf_output_rows(state, rows, None, state_zero_point=0, multiplier=1 << 30, shift=-3, output_zero_point=0,
+                           rounding=Rounding.DOUBLE, lanes=lanes)
+    return extern_helper_calls(te.create_prim_func([state, rows, out]))
+
+
+def _row_calls(func: tirx.PrimFunc) -> list:
+    return [(node.op.name, int(node.args[3])) for node in walk(func.body)
+            if isinstance(node, tvm.ir.Call) and node.op.name.startswith("tvm_ext.row_dot_s")]
+
+
+def test_time_rows_call_the_one_row_dot_product_of_their_form() -> None:
+    """A unit's row of int8 state against int8 weights, or against int16 weights in SXTB16's lane order (three loops:
+    groups, then input pairs, then lanes): one call per unit of the helper of that form, the row's length."""
+    assert _row_calls(_rows_output("int8", False)) == [(ROW_DOT1_OPS["int8"], 12)]
+    assert _row_calls(_rows_output("int16", True)) == [(ROW_DOT_LANES_OP, 12)]
 
 
 def test_interleaved_layout_tiles_agree_with_the_helpers_4x4_layout():

@@ -17,7 +17,7 @@ import tvm_ext  # noqa: E402
 from stateful_bundle_driver import run_with_reset_last, run_with_reset_last_on_qemu, tflm_invocations  # noqa: E402
 from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
-from tvm_ext.kernels.extern_mac import interleave_weights, padded_to_tiles  # noqa: E402
+from tvm_ext.kernels.extern_mac import interleave_weights, lane_order, padded_to_tiles  # noqa: E402
 from tvm_ext.kernels.svdf import (  # noqa: E402
     svdf_feature_multiplier,
     svdf_feature_offsets,
@@ -50,12 +50,13 @@ def _host_function(build, arrays: list[np.ndarray]):
 
 
 def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False, interleaved: bool = False,
-          unit_rows: bool = False) -> list[np.ndarray]:
+          unit_rows: bool = False, lanes: bool = False) -> list[np.ndarray]:
     """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it;
     with ``fold``, the state zero point folded into the bias as the lowering folds it (svdf_time_offsets); with
     ``interleaved``, the feature weights interleaved and padded to whole tiles and groups as a DSP core's lowering
     gives them (every filter's product in one reduction block); with ``unit_rows``, the time product and its
-    requantization unit after unit as a DSP core's lowering writes them (``svdf_output_rows``)."""
+    requantization unit after unit as a DSP core's lowering writes them (``svdf_output_rows``); with ``lanes`` too,
+    their int8 time weights widened to int16 in SXTB16's lane order (``lane_order``)."""
     data, feature, time, bias, state, output = svdf_tensors(spec)
     feature_multiplier, feature_shift = svdf_feature_multiplier(data.scale, feature.scale, state.scale,
                                                                 Rounding.DOUBLE)
@@ -78,9 +79,10 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False, interlea
     if fold:
         unfolded = bias_v if bias_v is not None else np.zeros(time_w.shape[0] // spec.rank, np.int32)
         bias_v, time_zero_point = svdf_time_offsets(unfolded, time_w, spec.rank, state.zero_point), 0
-    weights = [svdf_unit_rows(time_w, spec.rank) if unit_rows else time_w] + ([bias_v] if bias_v is not None else [])
+    rows = svdf_unit_rows(time_w, spec.rank) if unit_rows else time_w
+    weights = [lane_order(rows.astype(np.int16)) if lanes else rows] + ([bias_v] if bias_v is not None else [])
     stage = {"state_zero_point": time_zero_point, "multiplier": time_multiplier, "shift": time_shift,
-             "output_zero_point": output.zero_point, "rounding": Rounding.DOUBLE}
+             "output_zero_point": output.zero_point, "rounding": Rounding.DOUBLE, **({"lanes": True} if lanes else {})}
     output_stage = functools.partial(svdf_output_rows, **stage) if unit_rows else \
         functools.partial(svdf_output, rank=spec.rank, **stage)
     outputs = _host_function(lambda s, t, *b: output_stage(s, t, b[0] if b else None), [values, *weights])
@@ -123,6 +125,25 @@ def test_kernels_match_tflm_over_invocations(spec: SvdfSpec, fold: bool, interle
         np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")
 
 
+LANE_SPECS = [SvdfSpec(state_dtype="int8", seed=7), SvdfSpec(state_dtype="int8", rank=2, memory=6, seed=8),
+              SvdfSpec(state_dtype="int8", batch=2, rank=2, memory=10, seed=9)]
+
+
+@pytest.mark.parametrize("spec", LANE_SPECS, ids=lambda s: f"r{s.rank}-m{s.memory}-b{s.batch}")
+def test_time_weights_in_lane_order_match_tflm(spec: SvdfSpec) -> None:
+    """int8 state against time weights widened and laid out in SXTB16's lane order (units' rows of whole groups of
+    four), the kernel reading them in that order: TFLM's outputs."""
+    rng = np.random.default_rng(spec.seed + 100)
+    inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
+    for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs, True, True, True, lanes=True),
+                                                    _tflm(spec, inputs), strict=True)):
+        np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")
+
+
+def test_lane_order_pairs_each_groups_inputs_0_2_and_1_3() -> None:
+    np.testing.assert_array_equal(lane_order(np.arange(10, 18).reshape(1, 8)), [[10, 12, 11, 13, 14, 16, 15, 17]])
+
+
 # ------------------------------------------------------------------------------------- whole bundles
 BUNDLE_SPECS = [SvdfSpec(rank=2, memory=5, seed=11), SvdfSpec(state_dtype="int8", rank=1, memory=3, seed=12)]
 
@@ -157,6 +178,9 @@ QEMU_SPECS = [
      ("dual_mac_s16x4_interleaved", "row_dot_s8")),
     (SvdfSpec(batch=2, inputs=11, units=4, rank=2, memory=7, state_dtype="int8", seed=23),
      ("dual_mac_s16x4_interleaved", "row_dot_s8")),
+    # ... an int8 unit's row of 20 (two filters of memory 10): its time weights widened in SXTB16's lane order
+    (SvdfSpec(inputs=10, units=5, rank=2, memory=10, state_dtype="int8", seed=26),
+     ("dual_mac_s16x4_interleaved", "row_dot_s8_pairs")),
     (SvdfSpec(inputs=13, units=5, rank=2, memory=3, seed=22), ("dual_mac_s16x4_interleaved", "row_dot_s16")),
     # ... an int16 unit's row of 20 (two filters of memory 10), word-aligned: LDRD by eight, then four
     (SvdfSpec(inputs=10, units=6, rank=2, memory=10, seed=25), ("dual_mac_s16x4_interleaved", "row_dot_s16")),

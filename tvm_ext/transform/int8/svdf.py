@@ -11,7 +11,9 @@ operand the bundle's static state, ``S0`` its reset value, and the kernel's outp
 place) and opaque, so that fusion never turns the state into a kernel-local buffer.
 ``output = q(svdf_output(dq(new_state), dq(W_time), dq(b)))`` -> ``svdf_output``, the state zero point folded
 into the bias where it fits (``svdf_time_offsets``); where the backend asks (``LoweringContext.svdf_unit_rows``)
-``svdf_output_rows`` instead, each unit's rank filters' time weights in one row (``svdf_unit_rows``).
+``svdf_output_rows`` instead, each unit's rank filters' time weights in one row (``svdf_unit_rows``); int8 rows of
+whole groups of four widened to int16 as the feature weights are, in SXTB16's lane order
+(``tvm_ext.kernels.extern_mac.lane_order``: the DSP core's row dot product then widens only the state's bytes).
 Both kernels are the layer's ("SVDF"); the scales are TFLM's (``tvm_ext.kernels.svdf``).
 """
 
@@ -24,7 +26,7 @@ import numpy as np
 from tvm import relax
 
 from ...frontend.tflite_ops.svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
-from ...kernels.extern_mac import interleave_weights, padded_to_tiles
+from ...kernels.extern_mac import LANE_GROUP, interleave_weights, lane_order, padded_to_tiles
 from ...kernels.fixed_point import largest_centered, shifts_right_only
 from ...kernels.svdf import (svdf_feature_multiplier, svdf_feature_offsets, svdf_output, svdf_output_rows,
                              svdf_state_update, svdf_time_multiplier, svdf_time_offsets, svdf_unit_rows)
@@ -124,9 +126,14 @@ def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall
              "right_shift_only": shifts_right_only(multiplier, shift),
              "small_accumulator": fits_small_accumulator(_time_reach(time, rank, state_zero_point), bias)}
     if str(time.dtype) in ctx.svdf_unit_rows:  # unit after unit, one row dot product each
+        rows = svdf_unit_rows(time, rank)
+        widened, = widen_gate_weights(ctx, step, rows) if rows.dtype == np.int8 and \
+            rows.shape[1] % LANE_GROUP == 0 else (rows,)
+        lanes = widened.dtype != rows.dtype  # int8 rows against int16 weights, no widening of theirs in the loop
         return FixedCall(KernelCall(
             "SVDF", step, svdf_output_rows,
-            (operands.activation, relax.const(svdf_unit_rows(time, rank)), relax.const(bias)), stage,
+            (operands.activation, relax.const(lane_order(widened) if lanes else rows), relax.const(bias)),
+            {**stage, **({"lanes": True} if lanes else {})},
             {"op_pattern": OPAQUE_PATTERN},
         ))
     return FixedCall(KernelCall(
