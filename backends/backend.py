@@ -278,14 +278,10 @@ class KernelSchedules:
     costs; None: never."""
     one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
     """Whether the int8 lowering pads the output channels of a MAC layer of one output row (a CONV_2D of one output
-    pixel, a FULLY_CONNECTED of fewer channels than a tile) to `dense_unit_tile` too, given each channel's MACs
+    pixel, a FULLY_CONNECTED of one int8 row, whatever its channels) to `dense_unit_tile` too, given each channel's MACs
     (window taps times input channels, a row's inputs), its output channels and their padded count: where the
     instructions the core's MAC helper saves over the scalar loop nest pay the padded kernel's larger code (the
     loop runs once); None: such a layer is never padded."""
-    every_one_row_priced: bool = False
-    """Whether a FULLY_CONNECTED of one row pads its output channels only where `one_row_padding_pays` says so
-    whatever their count (a core whose padded tiles save less on a small classifier head than their code costs);
-    False: one of at least `dense_unit_tile` channels always."""
     int8_softmax: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
     `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it

@@ -366,12 +366,10 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # pads them (measured on cortex-m4f; on cortex-m55, where such a layer kept the scalar loop nest,
         # ds_cnn_w30_49x10's 30-channel 1x1 layers 534,529 -> 150,397 instructions, its 10x4 stem 2,473,116 -> 199,044)
         dense_unit_tile=4 if has_dsp_extension(profile) else 0,
-        # ... a layer of one output row (a one-pixel convolution, a few-output FULLY_CONNECTED) too, where its MACs pay
-        # the padded kernel's code
+        # ... a layer of one output row (a one-pixel convolution, a one-row FULLY_CONNECTED of any channels) too, where
+        # its MACs pay the padded kernel's code (cortex-m55: pretrainedResnet_quant's 64 -> 10 head padded saved 2,333
+        # instructions for 108 B of code, vit_tiny_16's 48 -> 10 1,713 for 104 B)
         one_row_padding_pays=one_row_padding_pays if has_dsp_extension(profile) else None,
-        # ... on Helium for every one-row FULLY_CONNECTED (cortex-m55: pretrainedResnet_quant's 64 -> 10 head padded
-        # saved 2,333 instructions for 108 B of code, vit_tiny_16's 48 -> 10 1,713 for 104 B)
-        every_one_row_priced=has_mve(profile),
         # ... and one whose 1x1 window reads its whole input of one pixel as a FULLY_CONNECTED's stacked rows
         one_pixel_rows_pay=one_pixel_rows_pay if dsp_only else None,
         qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,
