@@ -166,7 +166,9 @@ class MacSchedules(Protocol):
     types, the window's taps -> bool), whether the backend's later pass makes the border rectangles of such a
     depthwise window one helper call (so `border_split` cuts its border into rectangles however many: they do not
     grow the code); `whole_channel_tile` (a bool), an integer reduction of exactly the
-    profile's tile of output channels taken as one tile, so it reaches the helpers (else its scalar loop nest)."""
+    profile's tile of output channels taken as one tile, so it reaches the helpers (else its scalar loop nest);
+    `keeps_scalar(sch, block, loops, first_reduce)` (-> bool), whether an integer reduction is not tiled to output
+    channels at all and keeps its scalar loop nest (a row shorter than the helpers' group of inputs)."""
 
     def extern_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """A function of one TE extern stage with the loops in the helpers' forms as their calls."""

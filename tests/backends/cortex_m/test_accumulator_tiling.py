@@ -62,3 +62,22 @@ def test_channel_count_the_tile_does_not_divide_stays_untiled():
                                  [x, w, bias], tile=4)
     np.testing.assert_array_equal(got, ref.fully_connected(x, w, bias, 3, 0, multiplier, shift))
     assert "T.unroll" not in script
+
+
+@pytest.mark.parametrize("profile", ["cortex-m4f", "cortex-m55"])
+def test_a_row_shorter_than_the_dual_macs_group_stays_untiled(profile):
+    """A FULLY_CONNECTED of fewer inputs than the dual MAC's group of four (hello_world's 1 -> 16) keeps its scalar
+    loop nest on the DSP and Helium cores (`DualMacSchedules.keeps_scalar`): tiled, the helper would run its whole
+    row in its scalar tail; a row of four takes the helper."""
+    schedules = kernel_schedules_of(resolve_profile(profile))
+    multiplier, shift = quantize_multiplier(0.01, Rounding.DOUBLE)
+    stage = OutputStage(multiplier, shift, 0, ActivationRange(), Rounding.DOUBLE)
+    scripts = {}
+    for depth in (1, 3, 4):
+        x, w, bias = (te.placeholder(shape, dtype, name=name) for shape, dtype, name in (
+            ((1, depth), "int8", "x"), ((16, depth), "int8", "w"), ((16,), "int32", "bias")))
+        out = fully_connected_int8(x, w, bias, input_zero_point=0, output=stage)  # the lowering's folded form
+        scripts[depth] = inline_intermediates(te.create_prim_func([x, w, bias, out]), schedules.output_channel_tile,
+                                              schedules.mac).script()
+    assert all("dual_mac" not in scripts[d] and "T.unroll" not in scripts[d] for d in (1, 3)), scripts
+    assert "dual_mac" in scripts[4] or "fc_rows" in scripts[4], scripts[4]
