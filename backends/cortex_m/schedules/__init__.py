@@ -175,7 +175,7 @@ class DualMacSchedules:
         if reduction is None or first_reduce == 0 or outer != 1 or products >= DUAL_MAC_GROUP:
             return False
         channel = body.iter_vars[first_reduce - 1].var
-        return all(channel not in vars_read(index) for index in reduction.data.indices)
+        return channel not in vars_read(reduction.data)
 
     def epilogue_calls(self, func):
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
