@@ -235,7 +235,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     a float reduction takes the first of ``float_tiles`` (tvm_ext.schedule.float_schedule) that divides them instead,
     and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
     with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), an integer reduction first tries
-    the tiles ``mac.channel_tiles`` gives it (none where ``mac.keeps_scalar`` says so), and a tiled integer reduction a MAC helper computes becomes its call;
+    the tiles ``mac.channel_tiles`` gives it (none where ``mac.keeps_scalar`` says so), and a tiled integer
+    reduction a MAC helper computes becomes its call;
     a padded integer convolution's border is split from its interior (tvm_ext.schedule.border_split);
     last, ``mac.epilogue_calls`` turns requantization epilogues into its helpers' calls where it has any.
 
