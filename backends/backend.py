@@ -173,7 +173,9 @@ class MacSchedules(Protocol):
     types, the window's taps -> bool), whether the backend's later pass makes the border rectangles of such a
     depthwise window one helper call (so `border_split` cuts its border into rectangles however many: they do not
     grow the code); `whole_channel_tile` (a bool), an integer reduction of exactly the
-    profile's tile of output channels taken as one tile, so it reaches the helpers (else its scalar loop nest)."""
+    profile's tile of output channels taken as one tile, so it reaches the helpers (else its scalar loop nest);
+    `keeps_scalar(sch, block, loops, first_reduce)` (-> bool), whether an integer reduction is not tiled to output
+    channels at all and keeps its scalar loop nest (a row shorter than the helpers' group of inputs)."""
 
     def extern_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """A function of one TE extern stage with the loops in the helpers' forms as their calls."""
@@ -285,14 +287,10 @@ class KernelSchedules:
     costs; None: never."""
     one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
     """Whether the int8 lowering pads the output channels of a MAC layer of one output row (a CONV_2D of one output
-    pixel, a FULLY_CONNECTED of fewer channels than a tile) to `dense_unit_tile` too, given each channel's MACs
+    pixel, a FULLY_CONNECTED of one int8 row, whatever its channels) to `dense_unit_tile` too, given each channel's MACs
     (window taps times input channels, a row's inputs), its output channels and their padded count: where the
     instructions the core's MAC helper saves over the scalar loop nest pay the padded kernel's larger code (the
     loop runs once); None: such a layer is never padded."""
-    every_one_row_priced: bool = False
-    """Whether a FULLY_CONNECTED of one row pads its output channels only where `one_row_padding_pays` says so
-    whatever their count (a core whose padded tiles save less on a small classifier head than their code costs);
-    False: one of at least `dense_unit_tile` channels always."""
     int8_softmax: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
     `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it

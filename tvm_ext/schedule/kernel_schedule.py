@@ -235,7 +235,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     a float reduction takes the first of ``float_tiles`` (tvm_ext.schedule.float_schedule) that divides them instead,
     and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
     with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), an integer reduction first tries
-    the tiles ``mac.channel_tiles`` gives it, and a tiled integer reduction a MAC helper computes becomes its call;
+    the tiles ``mac.channel_tiles`` gives it (none where ``mac.keeps_scalar`` says so), and a tiled integer
+    reduction a MAC helper computes becomes its call;
     a padded integer convolution's border is split from its interior (tvm_ext.schedule.border_split);
     last, ``mac.epilogue_calls`` turns requantization epilogues into its helpers' calls where it has any.
 
@@ -269,7 +270,9 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
         consumers = sch.get_consumers(block)
         float_tiled = bool(float_tiles) and accumulates_float(sch, block)
         own_tiles = mac.channel_tiles(sch, block) if mac is not None and not float_tiled else ()
-        tiles = float_tiles if float_tiled else (*own_tiles, channel_tile)
+        scalar = not float_tiled and getattr(mac, "keeps_scalar", None) is not None \
+            and mac.keeps_scalar(sch, block, loops, first_reduce)
+        tiles = float_tiles if float_tiled else () if scalar else (*own_tiles, channel_tile)
         whole = getattr(mac, "whole_channel_tile", False) and not float_tiled
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile, whole or tile in own_tiles)
                                   for tile in tiles)

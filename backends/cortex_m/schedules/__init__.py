@@ -83,6 +83,7 @@ from tvm import tirx
 
 from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_GROUP
 from backends.cortex_m.schedules import pair_tiles
 from backends.cortex_m.schedules.batch_matmul import helium_int8_batch_matmul, int8_batch_matmul
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
@@ -92,7 +93,7 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
 from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_CONV_TILES, HELIUM_SHARED_CONV_TILES,
                                                      HELIUM_TAIL_CHOICES, ConvTileHelpers, conv_tiles_calls,
-                                                     one_row_padding_pays)
+                                                     executions, one_row_padding_pays)
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_pairs import depthwise_pair_calls
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
@@ -101,6 +102,7 @@ from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.depthwise_spread import dsp_mac_replacement
 from backends.cortex_m.schedules.dsp_add import dsp_add_values
+from backends.cortex_m.schedules.dual_mac import mac_reduction
 from backends.cortex_m.schedules.extern_helpers import HELIUM_MAX_OPS, extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_pay, widened_rows_pay
@@ -123,6 +125,7 @@ from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
+from tvm_ext.tir.tir_walk import vars_read
 
 
 class DualMacSchedules:
@@ -156,6 +159,23 @@ class DualMacSchedules:
 
     # measured on DSP cores: micro_speech's 4-unit FULLY_CONNECTED (stacked MAC) 80,080 -> 18,322 instructions
     whole_channel_tile = True
+
+    @staticmethod
+    def keeps_scalar(sch, block, loops: list, first_reduce: int) -> bool:
+        """Whether an int8 MAC reduction keeps its scalar loop nest, untiled: one output row (every loop outside
+        the output channels' of one iteration) of a product whose input the channels share (a FULLY_CONNECTED's or
+        a one-pixel convolution's, not a depthwise one's) and of fewer products per output than the dual MAC's
+        group of inputs (DUAL_MAC_GROUP), which its helper would run all in its scalar tail, the four
+        accumulators stored to the stack and read back by the epilogue (hello_world's 1 -> 16 FULLY_CONNECTED:
+        cortex-m4f 305 -> 238 instructions, the bundle's code 76 B smaller; cortex-m55 199 -> 251, 128 B smaller)."""
+        body = sch.get(block)
+        reduction = mac_reduction(body)
+        outer, products = (executions(tuple(sch.get(loop) for loop in part))
+                           for part in (loops[:max(first_reduce - 1, 0)], loops[first_reduce:]))
+        if reduction is None or first_reduce == 0 or outer != 1 or products >= DUAL_MAC_GROUP:
+            return False
+        channel = body.iter_vars[first_reduce - 1].var
+        return channel not in vars_read(reduction.data)
 
     def epilogue_calls(self, func):
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
@@ -366,12 +386,10 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # pads them (measured on cortex-m4f; on cortex-m55, where such a layer kept the scalar loop nest,
         # ds_cnn_w30_49x10's 30-channel 1x1 layers 534,529 -> 150,397 instructions, its 10x4 stem 2,473,116 -> 199,044)
         dense_unit_tile=4 if has_dsp_extension(profile) else 0,
-        # ... a layer of one output row (a one-pixel convolution, a few-output FULLY_CONNECTED) too, where its MACs pay
-        # the padded kernel's code
+        # ... a layer of one output row (a one-pixel convolution, a one-row FULLY_CONNECTED of any channels) too, where
+        # its MACs pay the padded kernel's code (cortex-m55: pretrainedResnet_quant's 64 -> 10 head padded saved 2,333
+        # instructions for 108 B of code, vit_tiny_16's 48 -> 10 1,713 for 104 B)
         one_row_padding_pays=one_row_padding_pays if has_dsp_extension(profile) else None,
-        # ... on Helium for every one-row FULLY_CONNECTED (cortex-m55: pretrainedResnet_quant's 64 -> 10 head padded
-        # saved 2,333 instructions for 108 B of code, vit_tiny_16's 48 -> 10 1,713 for 104 B)
-        every_one_row_priced=has_mve(profile),
         # ... and one whose 1x1 window reads its whole input of one pixel as a FULLY_CONNECTED's stacked rows
         one_pixel_rows_pay=one_pixel_rows_pay if dsp_only else None,
         qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,

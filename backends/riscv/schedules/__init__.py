@@ -142,9 +142,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     not the scalar loop nest in each of a padded convolution's border regions: yolo_tiny_64_odd's 6- and 10-channel
     3x3 convolutions on rv32imc 1,746 and 1,820 -> 1,398 and 764 B, the bundle 10,812 -> 9,486 B and 23,542,529 ->
     18,483,237 instructions; densenet_bc_32's 42-channel 1x1 one 6,636,432 -> 3,359,964), those of more than one
-    output pixel; a FULLY_CONNECTED's of one row are not (`every_one_row_priced` with no `one_row_padding_pays`:
+    output pixel; a FULLY_CONNECTED's of one row are not (no `one_row_padding_pays`:
     kws_gru24_31x13's 5-unit and densenet_bc_32's 10-class heads, below the four-channel tile's MACs, ran their
     padded channels in the scalar loop, and that bundle's gate layers took 4 % more instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           dense_unit_tile=FOUR_CHANNELS, every_one_row_priced=True, paired_weights=True,
+                           dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows)

@@ -50,10 +50,11 @@ def test_a_fully_connected_row_calls_the_stacked_mac_bit_exactly(tmp_path, input
 
 @pytest.mark.parametrize("units", [10, 6])
 def test_channels_four_does_not_divide_are_padded_to_whole_tiles(tmp_path, units: int) -> None:
-    """Ten or six output channels (not a multiple of four): the weights padded with zero rows to whole tiles of
-    four (tvm_ext.transform.int8.fully_connected._padded_units), one stacked call, only the layer's channels
-    written, the self-test bit-exact."""
-    board = bit_exact_on_cortex_m4f(tmp_path, "dense", fully_connected_model((1, 16), units, keep_num_dims=False))
+    """Ten or six output channels (not a multiple of four) over 2,048 inputs, MACs that pay the padded kernel's code
+    (backends.cortex_m.schedules.conv_tiles.one_row_padding_pays: a one-row layer of 16 inputs keeps its scalar
+    loop): the weights padded with zero rows to whole tiles of four (tvm_ext.transform.int8.fully_connected.
+    _padded_units), one stacked call, only the layer's channels written, the self-test bit-exact."""
+    board = bit_exact_on_cortex_m4f(tmp_path, "dense", fully_connected_model((1, 2048), units, keep_num_dims=False))
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     assert kernels.count("_stacked_mac_s8x4(") == 1 and "_dual_mac_s8x4(" not in kernels, kernels
     # only the layer's channels written: a guard of the last tile's, or one tile's loop over them

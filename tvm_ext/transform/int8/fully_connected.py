@@ -52,15 +52,18 @@ def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
                   ctx: LoweringContext) -> Optional[int]:
     """The output channels of a FULLY_CONNECTED (``layer``) of int8 ``data`` and weights [O, K] padded to whole tiles of the
     backend's MAC tile (``padded_channels``, ``LoweringContext.dense_unit_tile``; a 10-class head: 5.3-5.9
-    instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile is padded where the backend
-    says its MACs pay the padded kernel's code (``LoweringContext.one_row_padding_pays``, with the flash holding
-    the zero rows), else it keeps its scalar loop: measured on cortex-m4f, hello_world's 1-unit layer took more
-    instructions padded (the helper's call for 16 MACs) and keyword_scrambled's 2-unit one more code."""
+    instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile, or of one int8 row whatever
+    its channels, is padded where the backend says its MACs pay the padded kernel's code
+    (``LoweringContext.one_row_padding_pays``, with the flash holding the zero rows), else it keeps its scalar
+    loop: one price for every core (measured on cortex-m4f, hello_world's 1-unit layer took more instructions
+    padded, the helper's call for 16 MACs, and keyword_scrambled's 2-unit one more code; vit_tiny_16's 48 -> 10 head
+    unpadded 1,642 more instructions for 236 B less; on cortex-m55 a 64 -> 10 head padded saved 2,333 instructions
+    for 108 B); any other layer is padded always."""
     tile = ctx.dense_unit_tile
     if weight.ndim != 2:
         return None
     padded = padded_channels(weight, data, tile)
-    if padded is None or (weight.shape[0] >= tile and not (ctx.every_one_row_priced and _one_int8_row(data))):
+    if padded is None or (weight.shape[0] >= tile and not _one_int8_row(data)):
         return padded
     units, depth = (int(d) for d in weight.shape)
     pays = ctx.one_row_padding_pays is not None and ctx.one_row_padding_pays(depth, units, padded)

@@ -124,12 +124,9 @@ class LoweringContext:
     length, its channels (whole tiles) and those of every such convolution of the model
     (``backends.backend.KernelSchedules.one_pixel_rows_pay``; None: never)."""
     one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
-    """Whether an int8 CONV_2D of one output pixel, or a FULLY_CONNECTED of fewer channels than that tile, pads its
-    output channels to ``dense_unit_tile`` too, given each channel's MACs, its channels and their padded count
+    """Whether an int8 CONV_2D of one output pixel, or a FULLY_CONNECTED of one int8 row (whatever its channels), pads
+    its output channels to ``dense_unit_tile`` too, given each channel's MACs, its channels and their padded count
     (``backends.backend.KernelSchedules.one_row_padding_pays``; None: never)."""
-    every_one_row_priced: bool = False
-    """Whether a FULLY_CONNECTED of one row and of at least ``dense_unit_tile`` channels pads them only where
-    ``one_row_padding_pays`` too (``backends.backend.KernelSchedules.every_one_row_priced``; False: always)."""
     qlinear_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
     None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""
