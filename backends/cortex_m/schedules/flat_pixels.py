@@ -65,9 +65,12 @@ def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce
         return (batch, row * extents[1] + column, *rest)
 
     axes = len(realize.block.iter_vars)
+    # The epilogue first: where its loops are not its own (a PAD after the convolution computed in them, as
+    # MobileNetV1 pads an odd-width image before a stride-2 depthwise), it refuses before the reduction's loops
+    # change, and the caller's loops stay the reduction's (refused second, they no longer existed).
     try:
-        sch.transform_block_layout(block, tirx.IndexMap.from_func(fused, ndim=axes, index_dtype="int32"))
         sch.transform_block_layout(consumers[0], tirx.IndexMap.from_func(fused, ndim=4, index_dtype="int32"))
+        sch.transform_block_layout(block, tirx.IndexMap.from_func(fused, ndim=axes, index_dtype="int32"))
     except s_tir.ScheduleError:
         return None  # not a loop nest of their own (an epilogue iterated by pixels, if it was, is harmless)
     sch.transform_layout(block, ("write", 0), fused)

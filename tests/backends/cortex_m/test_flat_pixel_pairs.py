@@ -3,18 +3,25 @@ the fused pixel index (1x1, stride 1, unpadded: a matrix multiply over rows x co
 pixels over that index, so an odd row width no longer leaves one pixel per row alone (kws's 25 x 5 1x1
 convolutions: 62 pairs and one lone pixel, not 25 lone pixels). Checked in the scheduled TIR (the pixel
 loop's extent, the pixels that run alone, which kernels keep their rows) and bit-exactly against TFLite
-Micro under QEMU on cortex-m4f.
+Micro under QEMU on cortex-m4f; an epilogue whose loops also compute a PAD keeps the convolution's rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from tvm import ir, tirx
+from tvm import ir, te, tirx
 from tvm.sym import Analyzer
 
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES, HELIUM_MAC_SCHEDULES
+from backends.riscv.schedules import RISCV_MAC_SCHEDULES
 from test_dual_mac_pixels import ONE_PIXEL, TWO_PIXELS, WIDENED_PAIR, _helper_calls, _scheduled_conv
-from tvm_ext.tir.tir_walk import children
+from tvm_ext.kernels.conv import WeightLayout, conv2d_int8
+from tvm_ext.kernels.fixed_point import Rounding
+from tvm_ext.kernels.quant_params import ActivationRange
+from tvm_ext.kernels.requantize import OutputStage
+from tvm_ext.schedule.kernel_schedule import inline_intermediates
+from tvm_ext.tir.tir_walk import children, walk
 
 
 def _loops_around(node, op: str, loops: tuple = ()) -> tuple[tirx.For, ...]:
@@ -66,6 +73,35 @@ def test_windows_not_evenly_spaced_across_rows_keep_their_rows():
     loops = _loops_around(func.body, WIDENED_PAIR)
     assert [int(loop.extent) for loop in loops] == [1, 3, 3, 2]  # batch, rows, columns, channel tiles
     assert _lone_pixels(func) == 3  # the third column of each row
+
+
+def _conv_then_pad(schedules, channel_tile: int) -> tirx.PrimFunc:
+    """MobileNetV1's last stride-2 step at 80x80 inputs: a 1x1 int8 CONV_2D on 5x5 pixels (odd columns), its
+    output padded by one row and column (the PAD before the stride-2 depthwise) in the same function, scheduled
+    with a core's MAC schedules and tile."""
+    data = te.placeholder((1, 5, 5, 16), "int8", name="data")
+    weight = te.placeholder((8, 1, 1, 16), "int8", name="weight")
+    bias = te.placeholder((8,), "int32", name="bias")
+    stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
+    conv = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(1, 1), padding=(0, 0, 0, 0),
+                       dilation=(1, 1), zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
+    padded = te.compute((1, 6, 6, 8), lambda b, y, x, c: tirx.if_then_else(
+        tirx.all(y < 5, x < 5), conv[b, y, x, c], tirx.const(-128, "int8")), name="PadInput")
+    return inline_intermediates(te.create_prim_func([data, weight, bias, padded]), channel_tile, schedules)
+
+
+@pytest.mark.parametrize("schedules, channel_tile, helper", [
+    (DUAL_MAC_SCHEDULES, 4, ONE_PIXEL), (HELIUM_MAC_SCHEDULES, 4, ONE_PIXEL),
+    (RISCV_MAC_SCHEDULES, 8, "tvm_ext.riscv_mac_s8x8")], ids=["dsp", "helium", "riscv"])
+def test_an_epilogue_whose_loops_also_pad_keeps_the_rows(schedules, channel_tile, helper):
+    """The epilogue's loops are the PAD's too, so they cannot iterate by the fused pixel: the convolution keeps its
+    5 rows of 5 columns and its MAC helper call. Fusing the reduction's pixels before the epilogue refused left
+    the scheduler with loops that no longer existed (mobilenet_v1 alpha 0.3 at 80x80 on cortex-m55 and rv32imc:
+    internal error "The loop no longer exists in the IRModule")."""
+    func = _conv_then_pad(schedules, channel_tile)
+    calls = [call for call in walk(func.body) if isinstance(call, ir.Call) and call.op.name == helper]
+    assert calls
+    assert [int(loop.extent) for loop in _loops_around(func.body, helper)][:3] == [1, 5, 5]  # batch, rows, columns
 
 
 pytest.importorskip("tflite")
