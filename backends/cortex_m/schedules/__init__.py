@@ -136,7 +136,14 @@ class DualMacSchedules:
         """Whether a short window's loops of pair calls become quad calls (`quad_tiles`): the bundle's choice for
         the kernels it pays in (`dsp_bundle_choice`); False on every other kernel."""
 
-    extern_calls = staticmethod(extern_helper_calls)
+    @staticmethod
+    def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+        """A function of one TE extern stage with the loops in the helpers' forms as their calls
+        (`extern_helpers`), then its constant scalar requantizations and the zero points after them as calls of the
+        biased requantization (`biased_requantize`; a MEAN's window sums, four channels a word, rescale each output
+        so: cortex-m4f, mobilenet_v3s_050_96's five MEANs of 6x6 pixels 3 instructions an output fewer)."""
+        return biased_requantize_calls(extern_helper_calls(func), extern_stage=True)
+
     flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
     pays_two_pixels = staticmethod(pair_tiles.pays_two_pixels)
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=dsp_mac_replacement))

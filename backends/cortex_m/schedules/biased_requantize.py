@@ -88,6 +88,8 @@ def _rewrite(node) -> Optional[tirx.Expr]:
             and str(node.value.ty.dtype) == "int8":
         call = _rewrite(node.value.value)  # an int8 value widened again: the saturated call's int32 as it is
         return call if call is not None and call.op.name == REQUANTIZE_BIASED_S8_OP else None
+    if isinstance(node, tirx.Cast) and str(node.ty.dtype) == "int32" and str(node.value.ty.dtype) == "int32":
+        return _rewrite(node.value)  # a cast to its own type: an extern stage's TIR is not simplified
     if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name == SATURATE_INT8_OP:
         call = _rewrite(node.args[0])
         return None if call is None else tirx.call_intrin("int32", REQUANTIZE_BIASED_S8_OP, *call.args)
@@ -128,10 +130,12 @@ def _mapped(stmt: tirx.Stmt) -> tirx.Stmt:
     return map_child_stmts(stmt, _mapped)
 
 
-def biased_requantize_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def biased_requantize_calls(func: tirx.PrimFunc, extern_stage: bool = False) -> tirx.PrimFunc:
     """`func` with each constant `requantize_double_small` (and a zero point added or subtracted after it) as a call
-    of `<prefix>_requantize_biased` where `func` is an element loop (no scratch buffers); else `func` itself."""
-    if _has_scratch(func):
+    of `<prefix>_requantize_biased` where `func` is an element loop (no scratch buffers) or, with `extern_stage`, one
+    TE extern stage (whose buffers are its own loops' locals: a MEAN's window sums, `tvm_ext.kernels.window_sums`);
+    else `func` itself."""
+    if not extern_stage and _has_scratch(func):
         return func
     body = _mapped(func.body)
     return func if body.same_as(func.body) else func.with_body(body)

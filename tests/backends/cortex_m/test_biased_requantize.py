@@ -4,10 +4,12 @@ int8 elementwise chain (ADD, LOGISTIC, MUL, SUB of fewer than binary.VALUES_ELEM
 and of an integer QUANTIZE (int8 and int16 inputs) are calls of `<prefix>_requantize_biased(_s8)` with the zero point
 in the bias, bit for bit with TFLite Micro under QEMU mps2-an386 and on the host (the helper's portable C); a kernel
 with scratch buffers (a MAC kernel's accumulators) keeps its own, and a bias beyond the helper's bound keeps the
-scalar helper."""
+scalar helper; a TE extern stage (the DSP cores' MEAN window sums) takes the biased helper despite its local
+buffers."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import tvm
 from tvm import te, tirx
@@ -54,6 +56,29 @@ def test_element_loops_requantize_with_the_biased_helper_bit_exactly(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "chain", _model(), "cortex-m4f", "mps2-an386")
     assert "_requantize_biased_s8(" in kernels and "requantize_double_small(" not in kernels, kernels
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable steps
+
+
+def _mean_model() -> bytes:
+    """MEANs over the pixels of 12 int8 channels (scale 0.05, zero point -100; outputs 0.03, 21): of 6x6, more taps
+    than the generic kernel's unrolled ones, and of 18x18, more than a pair of 16-bit sums holds (PAIR_TAPS), so the
+    DSP cores' window sums (tvm_ext/kernels/window_sums.py, mean_words; the latter two chunks of 162 pixels), extern
+    stages whose outputs rescale one by one."""
+    tensors = [Tensor("x", (1, 6, 6, 12), "int8", Quantization((0.05,), (-100,))),
+               Tensor("y", (1, 18, 18, 12), "int8", Quantization((0.05,), (-100,))),
+               Tensor("axes", (2,), "int32", None, np.array((1, 2), np.int32)),
+               Tensor("mean_x", (1, 1, 1, 12), "int8", Quantization((0.03,), (21,))),
+               Tensor("mean_y", (1, 1, 1, 12), "int8", Quantization((0.03,), (21,)))]
+    keep = Options("ReducerOptions", {"KeepDims": True})
+    operators = [Operator("MEAN", (0, 2), (3,), keep, version=2), Operator("MEAN", (1, 2), (4,), keep, version=2)]
+    return build(Model(tensors, operators, (0, 1), (3, 4)))
+
+
+@needs_cross_tools
+def test_window_sums_extern_stages_requantize_with_the_biased_helper_bit_exactly(tmp_path):
+    bundle, kernels = bit_exact_bundle(tmp_path, "mean", _mean_model(), "cortex-m4f", "mps2-an386")
+    assert kernels.count("_pool_pairs(") >= 2 and "int32_t sums_ptr[4]" in kernels, kernels  # both, one chunked
+    assert "_requantize_biased_s8(" in kernels and "requantize_double_small(" not in kernels, kernels  # biased
+    host_selftest_passes(bundle.out_dir)
 
 
 def _requantization(acc, zero_point: int, shift: int = -7):
