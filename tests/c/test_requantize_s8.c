@@ -9,8 +9,9 @@
  * (VQRDMULH, VRSHL, VCTP); and, for the RISC-V epilogue of the same contract and names
  * (backends/riscv/helpers/templates/requantize_small.h.in), by tests/backends/riscv/test_riscv_helpers_c.py on the
  * host and under QEMU virt. The Helium build without LP_LEFT_SHIFTS (helium_left_shifts.h.in: a bundle whose every
- * shift is <= 0) draws shifts -31..0 only. Prints "ok <count>" and exits 0, or names the first failure and exits
- * 1. */
+ * shift is <= 0) draws shifts -31..0 only. The table forms (_s8_lut, _s8_lut_b16: each output a 256-entry table's
+ * entry at the value + 128) against the same values looked up, with a drawn table; the RISC-V epilogue has none
+ * (LP_NO_TABLES). Prints "ok <count>" and exits 0, or names the first failure and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,6 +22,9 @@
 #define GUARD 3 /* bytes after the outputs that must keep their value */
 
 static int32_t checks = 0, failures = 0;
+#if !defined(LP_NO_TABLES)
+static int8_t table[256]; /* drawn in main */
+#endif
 
 /* What the scalar epilogue the helper replaces stores. */
 static int8_t expected_out(int32_t acc, int32_t bias, int32_t multiplier, int32_t shift, int32_t zero_point)
@@ -80,6 +84,28 @@ static void check(const int32_t *acc, const int32_t *bias, const int32_t *multip
 #endif
     lp_requantize_s8_b16(guarded_copy(5, out16, count), g_acc, g_bias16, g_multiplier, g_shift, zero_point, count);
     guarded_back(5, out16, count);
+#if !defined(LP_NO_TABLES)
+    int8_t looked[LANES + GUARD], looked16[LANES + GUARD];
+    for (c = 0; c < LANES + GUARD; ++c) {
+        looked[c] = looked16[c] = (int8_t)0x5a;
+    }
+    const int8_t *const g_table = guarded_copy(6, table, sizeof table);
+    lp_requantize_s8_lut(guarded_copy(5, looked, count), g_acc, g_bias, g_multiplier, g_shift, zero_point, count,
+                         g_table);
+    guarded_back(5, looked, count);
+    lp_requantize_s8_lut_b16(guarded_copy(5, looked16, count), g_acc, g_bias16, g_multiplier, g_shift, zero_point,
+                             count, g_table);
+    guarded_back(5, looked16, count);
+    for (c = 0; c < LANES + GUARD; ++c) {
+        const int8_t want = c < count ? table[out[c] + 128] : (int8_t)0x5a;
+        const int8_t want16 = c < count ? table[out16[c] + 128] : (int8_t)0x5a;
+        checks += 2;
+        if ((looked[c] != want || looked16[c] != want16) && failures++ < 8) {
+            printf("FAIL table lane %ld of %ld: value %d/%d: got %d/%d, expected %d/%d\n", (long)c, (long)count,
+                   out[c], out16[c], looked[c], looked16[c], want, want16);
+        }
+    }
+#endif
     for (c = 0; c < LANES + GUARD; ++c) {
         const int8_t want = c < count ? expected_out(acc[c], bias[c], multiplier[c], shift[c], zero_point)
                                       : (int8_t)0x5a;
@@ -138,6 +164,12 @@ int main(void)
     static const int32_t zero_points[] = {0, -128, 127, 5, INT32_MAX};
     uint32_t state = 1;
     int32_t shift_value, round, c;
+#if !defined(LP_NO_TABLES)
+    uint32_t table_state = 7; /* its own sequence: the other checks draw the values they drew before */
+    for (c = 0; c < 256; ++c) {
+        table[c] = (int8_t)(int32_t)(next_value(&table_state) % 256u - 128u);
+    }
+#endif
     for (shift_value = -31; shift_value <= LARGEST_SHIFT; ++shift_value) {
         for (round = 0; round < 24; ++round) {
             int32_t acc[LANES], bias[LANES], multiplier[LANES];

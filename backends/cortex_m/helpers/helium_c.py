@@ -11,8 +11,8 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   MVE only, so the bundle keeps `depthwise_mac.h.in` for a build without MVE, the compiler choosing;
 - `helium_requantize.h.in`: `<prefix>_requantize_s8` and `_s8_b16`, a MAC kernel's int8 requantization
   epilogue four outputs per vector (VQRDMULH, VRSHL, VMAX/VMIN, VSTRB.32), in place of the scalar loop the
-  Helium schedules replace (`backends.cortex_m.schedules.requantize_epilogue`); no DSP twin, its portable C
-  the same steps lane by lane;
+  Helium schedules replace (`backends.cortex_m.schedules.requantize_epilogue`), and `_s8_lut` (`_s8_lut_b16`) with
+  a lookup table after it (a byte gather, VLDRB.S32); no DSP twin, its portable C the same steps lane by lane;
 - `helium_depthwise16.h.in`: `<prefix>_depthwise_mac_s8x16`, `_box_s8x16` and `_pad_s8x16`, an int8 depthwise
   reduction over a tile of up to 16 channels (two halves of eight int16 lanes, VMULLB/VMULLT, VCTP tails) and
   a border pixel's padding products, called by Helium's own depthwise schedule
@@ -92,10 +92,10 @@ MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
 """The DSP templates a Helium bundle keeps for a build without MVE beside the Helium template it defines with MVE."""
 
 
-def requantize_s8_helper_name(prefix: str, bias: str) -> str:
+def requantize_s8_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the requantization epilogue's helper for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`."""
-    return bias_form(f"{prefix}_requantize_s8", bias)
+    bundle `prefix`; with `table`, the one whose outputs are looked up in a table (`_s8_lut`, `_s8_lut_b16`)."""
+    return bias_form(f"{prefix}_requantize_s8_lut" if table else f"{prefix}_requantize_s8", bias)
 
 
 def depthwise16_helper_name(prefix: str, kind: str) -> str:

@@ -100,3 +100,20 @@ def test_layers_with_an_epilogue_call_their_mac_helpers_bit_exactly_on_cortex_m4
     proc = strict_sanitized_selftest(bundle.out_dir, tmp_path / "host", make_arguments=(
         "selftest", "CFLAGS=-std=c99 -O2", "AR=ar"))
     assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_layers_with_a_table_epilogue_call_the_helium_table_epilogue_bit_exactly_on_cortex_m55(tmp_path):
+    """On cortex-m55 each LEAKY_RELU layer's requantization and table lookup are one call of Helium's vector epilogue
+    with a table, `<prefix>_requantize_s8_lut(_b16)` per channel tile (the table read by a byte gather), where they
+    had been the scalar requantization and load written out in each branch of the kernel; bit-exact under QEMU."""
+    model = tmp_path / "epilogues.tflite"
+    model.write_bytes(_epilogue_after_each_layer_model())
+    bundle = compile(model, "cortex-m55", tmp_path / "m55")
+    assert bundle.selftest.passed and bundle.selftest.where.startswith("mps3-"), bundle.selftest.output
+    assert set(bundle.selftest.max_errors) == {0}
+    bodies = kernel_bodies((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
+    leaky = [name for name in bodies if "leaky_relu" in name]
+    assert len(leaky) == 3, sorted(bodies)
+    for name in leaky:
+        assert re.search(rf"{bundle.plan.model}_requantize_s8_lut(_b16)?\(", bodies[name]), bodies[name]
+        assert "_requantize_double_small(" not in bodies[name], f"{name} requantizes outside the helper"
