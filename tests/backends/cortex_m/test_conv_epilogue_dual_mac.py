@@ -82,13 +82,19 @@ def _epilogue_after_each_layer_model(seed: int = 7) -> bytes:
     return build(model)
 
 
-def test_layers_with_an_epilogue_call_their_mac_helpers_bit_exactly_on_cortex_m4f(tmp_path):
+def _bit_exact_epilogue_bundle(tmp_path, profile: str, board: str):
+    """The model of four layers each followed by an epilogue, compiled for `profile` and self-tested bit-exactly on
+    the emulated `board` (its QEMU machine's name prefix): (bundle, its kernels' bodies by name)."""
     model = tmp_path / "epilogues.tflite"
     model.write_bytes(_epilogue_after_each_layer_model())
-    bundle = compile(model, "cortex-m4f", tmp_path / "m4f")
-    assert bundle.selftest.passed and bundle.selftest.where.startswith("mps2-"), bundle.selftest.output
+    bundle = compile(model, profile, tmp_path / profile)
+    assert bundle.selftest.passed and bundle.selftest.where.startswith(board), bundle.selftest.output
     assert set(bundle.selftest.max_errors) == {0}
-    bodies = kernel_bodies((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
+    return bundle, kernel_bodies((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
+
+
+def test_layers_with_an_epilogue_call_their_mac_helpers_bit_exactly_on_cortex_m4f(tmp_path):
+    bundle, bodies = _bit_exact_epilogue_bundle(tmp_path, "cortex-m4f", "mps2-")
     assert len(bodies) == 4, sorted(bodies)  # each layer fused with its epilogue into one kernel
     for name, body in bodies.items():
         assert re.search(rf"{bundle.plan.model}_\w*mac\w*\(", body), f"{name} calls no MAC helper:\n{body}"
@@ -106,12 +112,7 @@ def test_layers_with_a_table_epilogue_call_the_helium_table_epilogue_bit_exactly
     """On cortex-m55 each LEAKY_RELU layer's requantization and table lookup are one call of Helium's vector epilogue
     with a table, `<prefix>_requantize_s8_lut(_b16)` per channel tile (the table read by a byte gather), where they
     had been the scalar requantization and load written out in each branch of the kernel; bit-exact under QEMU."""
-    model = tmp_path / "epilogues.tflite"
-    model.write_bytes(_epilogue_after_each_layer_model())
-    bundle = compile(model, "cortex-m55", tmp_path / "m55")
-    assert bundle.selftest.passed and bundle.selftest.where.startswith("mps3-"), bundle.selftest.output
-    assert set(bundle.selftest.max_errors) == {0}
-    bodies = kernel_bodies((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
+    bundle, bodies = _bit_exact_epilogue_bundle(tmp_path, "cortex-m55", "mps3-")
     leaky = [name for name in bodies if "leaky_relu" in name]
     assert len(leaky) == 3, sorted(bodies)
     for name in leaky:
