@@ -99,11 +99,11 @@ def test_small_kernels_are_not_shared() -> None:
 
 
 def test_unrolled_gru_steps_share_kernels(compiled) -> None:
-    """End to end: the zoo's GRU keyword model (its 40 unrolled steps) on rv32imc calls one kernel for many steps,
-    each call with its constants, and its self-test passes (bit-exact with TFLite)."""
+    """End to end: the zoo's GRU keyword model (its 40 unrolled steps) on rv32imc calls fewer gate kernels than it has
+    steps, a shared one with each call's constants, and its self-test passes (bit-exact with TFLite)."""
     bundle = compiled("zoo/kws_gru_40x16_int8.tflite", "rv32imc")
     assert bundle.selftest is not None and bundle.selftest.passed
-    calls = Counter(call.kernel for call in bundle.plan.calls)
-    assert max(calls.values()) >= 10
+    gates = Counter(call.kernel for call in bundle.plan.calls if "logistic" in call.kernel)
+    assert sum(gates.values()) >= 40 and len(gates) < sum(gates.values())
     kernels = (bundle.out_dir / "kws_gru_40x16_int8_kernels.c").read_text()
     assert any(line.startswith("void ") and "const int32_t* " in line for line in kernels.splitlines())
