@@ -12,8 +12,8 @@ values. Positions every member agrees on stay immediates, and so does the shift 
 direction of a shift and the other choices made from the constants (the helper's form, `right_shift_only`) are the
 call's operator, part of the template.
 
-A group is shared only where that pays in code (`pays`): the code of the kernels dropped against the constants'
-arrays and each call's extra argument.
+A group is shared only where that pays at the code price (`Group.pays`): the code of the kernels dropped, less the
+constants' arrays and each call's extra argument, against the loads of the constants every call runs.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from tvm import relax, s_tir, tirx
 
 from packager.fixed_point_c import REQUANTIZE_OPS
 from tvm_ext.layers import OPERAND_ROLES_ATTR
-from tvm_ext.tir.tir_walk import map_child_stmts, map_nodes, walk
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
 INT32_MIN = -(2**31)
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -103,6 +104,20 @@ def _store_nodes(func: tirx.PrimFunc) -> int:
     return sum(sum(1 for _ in walk(node.value)) for node in walk(func.body) if isinstance(node, tirx.BufferStore))
 
 
+def constant_loads(shared: tirx.PrimFunc) -> int:
+    """The loads of `shared`'s constants one call runs: each store's loads of the CONSTANTS_ROLE buffer times the
+    iterations of the loops around it (constant extents; a loop of another extent counted once)."""
+    def count(stmt, iterations: int) -> int:
+        if isinstance(stmt, tirx.BufferStore):
+            return iterations * sum(1 for node in walk(stmt.value)
+                                    if isinstance(node, tvm.ir.TensorLoad) and node.source.name == CONSTANTS_ROLE)
+        if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm):
+            iterations *= int(stmt.extent.value)
+        return sum(count(child, iterations) for child in children(stmt) if isinstance(child, tirx.Stmt))
+
+    return count(shared.body, 1)
+
+
 @dataclass(frozen=True)
 class Group:
     """Kernels (GlobalVar names, call order) equal but for some immediates of their templates: `slot_of` maps
@@ -118,11 +133,13 @@ class Group:
         """The length of each call's array of constants."""
         return len(self.values[self.names[0]])
 
-    def pays(self, nodes: int) -> bool:
-        """Whether one shared kernel (its stores `nodes` expression nodes) costs less code than the members:
-        the members but one dropped against each call's array (4 B a value) and extra argument."""
-        saved = (len(self.names) - 1) * nodes * BYTES_PER_NODE
-        return saved > len(self.names) * (4 * self.slots + CALL_ARGUMENT_BYTES)
+    def pays(self, nodes: int, loads: int) -> bool:
+        """Whether one shared kernel (its stores `nodes` expression nodes, `loads` loads of its constants a call)
+        pays at the code price (`INSTRUCTIONS_PER_BYTE`): the code of the members but one, less each call's array
+        (4 B a value) and extra argument, is worth more than the loads (an instruction each) of every call."""
+        saved = (len(self.names) - 1) * nodes * BYTES_PER_NODE \
+            - len(self.names) * (4 * self.slots + CALL_ARGUMENT_BYTES)
+        return saved > 0 and saved * INSTRUCTIONS_PER_BYTE > len(self.names) * loads
 
 
 def constant_groups(funcs: dict[str, tirx.PrimFunc]) -> list[Group]:
@@ -189,7 +206,8 @@ def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
             funcs[gvar.name_hint] = mod[gvar]
             num_inputs[gvar.name_hint] = len(binding.value.args[1].fields)
     groups = [g for g in constant_groups(funcs) if len({num_inputs[n] for n in g.names}) == 1
-              and g.pays(_store_nodes(funcs[g.names[0]]))]
+              and g.pays(_store_nodes(funcs[g.names[0]]),
+                         constant_loads(shared_kernel(funcs[g.names[0]], g, num_inputs[g.names[0]])))]
     if not groups:
         return mod
     group_of = {name: group for group in groups for name in group.names}

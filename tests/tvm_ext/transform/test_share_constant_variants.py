@@ -8,7 +8,8 @@ import tvm
 import tvm_ffi
 from tvm import relax, te
 
-from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, constant_groups, share_constant_variants,
+from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
+                                                       share_constant_variants,
                                                        variable_immediates)
 
 
@@ -107,3 +108,19 @@ def test_unrolled_gru_steps_share_kernels(compiled) -> None:
     assert sum(gates.values()) >= 40 and len(gates) < sum(gates.values())
     kernels = (bundle.out_dir / "kws_gru_40x16_int8_kernels.c").read_text()
     assert any(line.startswith("void ") and "const int32_t* " in line for line in kernels.splitlines())
+
+
+def test_constant_loads_weigh_against_the_code_saved() -> None:
+    """Two kernels of 100 expression nodes and one slot: shared at 24 loads of the constant a call (a GRU gate's
+    loop), not at 100,000 (a loop over a large tensor: more instructions than the code saved is worth)."""
+    group = Group(("a", "b"), {0: 0}, {"a": (1,), "b": (2,)})
+    assert group.pays(100, 24)
+    assert not group.pays(100, 100_000)
+
+
+def test_constant_loads_count_loop_iterations() -> None:
+    """x * c[0] + c[1] over 8 elements: 16 loads a call."""
+    x = te.placeholder((8,), "int8", name="x")
+    constants = te.placeholder((2,), "int32", name=CONSTANTS_ROLE)
+    out = te.compute((8,), lambda i: x[i].astype("int32") * constants[0] + constants[1], name="out")
+    assert constant_loads(te.create_prim_func([x, constants, out])) == 16
