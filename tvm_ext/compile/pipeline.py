@@ -683,6 +683,7 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, 
     from tvm_ext.lower import layout_choices, lowered_for, pipeline
     from tvm_ext.transform import PartitionSubgraphs
     from tvm_ext.transform.layout_per_subgraph import LayoutError
+    from tvm_ext.transform.share_constant_variants import share_constant_variants
 
     model = imported.model
     lowered = model.mod
@@ -692,7 +693,7 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, 
         except LayoutError as err:
             raise CompileError(str(err)) from err
     choices = layout_choices(lowered)
-    lowered = PartitionSubgraphs(profile)(add_output_copies(lowered, model))
+    lowered = share_constant_variants(PartitionSubgraphs(profile)(add_output_copies(lowered, model)))
     kernels, c_name_of = unique_kernels(lowered, model.name)
     return Lowered(lowered, kernels, c_name_of, choices)
 

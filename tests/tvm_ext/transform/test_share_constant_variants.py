@@ -1,0 +1,126 @@
+"""Kernels equal but for their scalar constants, emitted once (tvm_ext.transform.share_constant_variants)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import tvm
+import tvm_ffi
+from tvm import relax, te
+
+from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
+                                                       share_constant_variants,
+                                                       variable_immediates)
+
+
+def _chain(scale: int, offset: int, subtract: bool = False):
+    """A TE kernel of int8 x: max(max(max(x * scale + offset, 9) * 5, 9) * 5, 9) + 9 (offset subtracted as
+    `- |offset|` with `subtract`), int32: a template whose first two immediates are `scale` and `offset`."""
+    def kernel(x: te.Tensor) -> te.Tensor:
+        def value(i):
+            wide = x[i].astype("int32") * scale
+            wide = wide - (-offset) if subtract else wide + offset
+            return te.max(te.max(te.max(wide, 9) * 5, 9) * 5, 9) + 9
+        return te.compute(x.shape, value, name="chain")
+    return kernel
+
+
+def _module(kernels) -> tvm.IRModule:
+    """main(x) calling each of `kernels` on x in turn."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((8,), "int8"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            results = [bb.emit_te(kernel, x, primfunc_name_hint="chain") for kernel in kernels]
+            out = bb.emit_output(relax.Tuple(results))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def _called(mod: tvm.IRModule) -> list:
+    """(PrimFunc name, its last operand) of each call_tir of main."""
+    calls = []
+    for block in mod["main"].body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, relax.Call) and value.op.same_as(tvm.ir.Op.get("relax.call_tir")):
+                calls.append((value.args[0].name_hint, value.args[1].fields[-1]))
+    return calls
+
+
+def test_template_reads_subtraction_as_addition() -> None:
+    """Before: x * 3 - 4 and x * 7 + 2. Expected: one template, the values (3, -4, ...) and (7, 2, ...)."""
+    a = variable_immediates(te.create_prim_func(_as_tensors(_chain(3, -4, subtract=True))))
+    b = variable_immediates(te.create_prim_func(_as_tensors(_chain(7, 2))))
+    assert tvm_ffi.structural_equal(a[0], b[0])
+    assert a[1][:2] == (3, -4) and b[1][:2] == (7, 2)
+    assert len(a[1]) > 2 and a[1][2:] == b[1][2:]  # the chain's other immediates, equal
+
+
+def _as_tensors(kernel) -> list:
+    x = te.placeholder((8,), "int8", name="x")
+    return [x, kernel(x)]
+
+
+def test_groups_share_differing_positions_only() -> None:
+    """Before: three kernels of one template (scale, offset) = (3, 5), (7, 5), (3, 5), and one of another
+    template (no multiplication). Expected: one group of the first three; only the scale varies (one slot)."""
+    funcs = {f"k{i}": te.create_prim_func(_as_tensors(kernel)) for i, kernel in enumerate(
+        [_chain(3, 5), _chain(7, 5), _chain(3, 5)])}
+    x = te.placeholder((8,), "int8", name="x")
+    funcs["other"] = te.create_prim_func([x, te.compute((8,), lambda i: x[i].astype("int32") + 1, name="plus")])
+    groups = constant_groups(funcs)
+    assert len(groups) == 1
+    assert groups[0].names == ("k0", "k1", "k2")
+    assert groups[0].slot_of == {0: 0}
+    assert groups[0].values == {"k0": (3,), "k1": (7,), "k2": (3,)}
+
+
+def test_shared_kernel_takes_each_calls_constants() -> None:
+    """Before: main calls x * 3 + 5 and x * 7 - 2 (each in a chain). Expected: both calls of one kernel whose
+    `constants` input holds (3, 5) and (7, -2); the kernel reads its scale and offset from it."""
+    mod = share_constant_variants(_module([_chain(3, 5), _chain(7, -2, subtract=True)]))
+    calls = _called(mod)
+    assert len({name for name, _ in calls}) == 1
+    assert [list(operand.value.numpy()) for _, operand in calls] == [[3, 5], [7, -2]]
+    shared = mod[calls[0][0]]
+    assert [p.name for p in shared.params] == ["x", CONSTANTS_ROLE, "chain"]
+    text = shared.script()
+    assert 'T.Cast("int32", x[v_i]) * constants[T.int64(0)] + constants[T.int64(1)]' in text
+    assert len([gvar for gvar in mod.functions if gvar.name_hint != "main"]) == 1
+
+
+def test_small_kernels_are_not_shared() -> None:
+    """A kernel whose code is smaller than the arrays its calls would carry stays one kernel a call."""
+    def tiny(scale: int):
+        return lambda x: te.compute(x.shape, lambda i: x[i].astype("int32") * scale, name="tiny")
+
+    mod = share_constant_variants(_module([tiny(3), tiny(7)]))
+    assert len({name for name, _ in _called(mod)}) == 2
+
+
+def test_unrolled_gru_steps_share_kernels(compiled) -> None:
+    """End to end: the zoo's GRU keyword model (its 40 unrolled steps) on rv32imc calls fewer gate kernels than it has
+    steps, a shared one with each call's constants, and its self-test passes (bit-exact with TFLite)."""
+    bundle = compiled("zoo/kws_gru_40x16_int8.tflite", "rv32imc")
+    assert bundle.selftest is not None and bundle.selftest.passed
+    gates = Counter(call.kernel for call in bundle.plan.calls if "logistic" in call.kernel)
+    assert sum(gates.values()) >= 40 and len(gates) < sum(gates.values())
+    kernels = (bundle.out_dir / "kws_gru_40x16_int8_kernels.c").read_text()
+    assert any(line.startswith("void ") and "const int32_t* " in line for line in kernels.splitlines())
+
+
+def test_constant_loads_weigh_against_the_code_saved() -> None:
+    """Two kernels of 100 expression nodes and one slot: shared at 24 loads of the constant a call (a GRU gate's
+    loop), not at 100,000 (a loop over a large tensor: more instructions than the code saved is worth)."""
+    group = Group(("a", "b"), {0: 0}, {"a": (1,), "b": (2,)})
+    assert group.pays(100, 24)
+    assert not group.pays(100, 100_000)
+
+
+def test_constant_loads_count_loop_iterations() -> None:
+    """x * c[0] + c[1] over 8 elements: 16 loads a call."""
+    x = te.placeholder((8,), "int8", name="x")
+    constants = te.placeholder((2,), "int32", name=CONSTANTS_ROLE)
+    out = te.compute((8,), lambda i: x[i].astype("int32") * constants[0] + constants[1], name="out")
+    assert constant_loads(te.create_prim_func([x, constants, out])) == 16

@@ -1,0 +1,237 @@
+"""Kernels equal but for their scalar constants, emitted once: the shared kernel reads those constants from a
+small int32 array each call passes (in flash, beside the weights).
+
+A recurrent model the converter unrolled (a GRU's gate chain, once per time step) or a network of repeated blocks
+calls kernels that differ only in their requantization multipliers, zero points and offsets: TVM's kernels then
+differ in immediates and `unique_kernels` (tvm_ext.plan.extract_plan) emits one C function per step. Here each
+int32 immediate of a kernel's stored values (`variable_immediates`) is one position of the kernel's *template*;
+kernels whose templates are structurally equal form a group, and the positions whose values differ between its
+members become loads from a new input buffer, ``constants``, that the call passes: the array of that call's
+values. Positions every member agrees on stay immediates, and so does the shift of each requantization call
+(`_SHIFT_KEPT`): the helper folds its nudge and shift with it, so kernels of other shifts are other groups; the
+direction of a shift and the other choices made from the constants (the helper's form, `right_shift_only`) are the
+call's operator, part of the template.
+
+A group is shared only where that pays at the code price (`Group.pays`): the code of the kernels dropped, less the
+constants' arrays and each call's extra argument, against the loads of the constants every call runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import tvm
+import tvm_ffi
+from tvm import relax, s_tir, tirx
+
+from packager.fixed_point_c import REQUANTIZE_OPS
+from tvm_ext.layers import OPERAND_ROLES_ATTR
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
+
+INT32_MIN = -(2**31)
+_CALL_TIR = tvm.ir.Op.get("relax.call_tir")
+_SHIFT_KEPT = frozenset(REQUANTIZE_OPS.values())
+"""The requantizations (TFLite's MultiplyByQuantizedMultiplier forms) whose third argument, the shift, stays an
+immediate: with it the helper's nudge and shift fold into constants. Shared, kws_gru24_31x13's shifts cost rv32imc
+4.9 % and cortex-m55 8.7 % more instructions (for 14.8 and 10.6 KB less code); kept, 1.0 % and 1.7 % (3.8 and
+2.9 KB). The DSP cores' biased helper (`backends.cortex_m.schedules.biased_requantize`, already in the kernels
+here) takes its shift and bias as arguments: cortex-m4f shares them at 1.4 % (25,352 -> 14,264 B of code)."""
+CONSTANTS_ROLE = "constants"
+"""The role (tvm_ext.layers.OPERAND_ROLES_ATTR) and buffer name of a shared kernel's array of constants."""
+
+BYTES_PER_NODE = 2
+"""Code bytes per TIR expression node of a kernel's stores, an estimate: about one Thumb-2 or RV32C instruction
+(2 B) a node, its loop and call overhead left out (so the estimate is low: sharing is decided conservatively)."""
+CALL_ARGUMENT_BYTES = 4
+"""Code bytes of one more pointer argument at a call (one address load into a register)."""
+
+
+def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
+    """`stmt` with `map_nodes(value, rewrite)` for each stored value, inside blocks too (`map_nodes` order:
+    stores in source order, each value's nodes in pre-order)."""
+    if isinstance(stmt, s_tir.SBlockRealize):
+        block = _map_stores(stmt.block, rewrite)
+        return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
+    if isinstance(stmt, s_tir.SBlock):
+        body = _map_stores(stmt.body, rewrite)
+        return stmt if body.same_as(stmt.body) else s_tir.SBlock(
+            stmt.iter_vars, stmt.reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
+            stmt.match_buffers, stmt.annotations)
+    if isinstance(stmt, tirx.BufferStore):
+        value = map_nodes(stmt.value, rewrite)
+        return stmt if value.same_as(stmt.value) else tirx.BufferStore(stmt.buffer, value, stmt.indices)
+    return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite))
+
+
+def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], tirx.Expr]) -> tirx.PrimFunc:
+    """`func` with its k-th variable immediate (`variable_immediates`' order) replaced by `replace(k, imm)`."""
+    count = [0]
+
+    def rewrite(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tirx.IntImm) and str(node.ty.dtype) == "int32":
+            count[0] += 1
+            return replace(count[0] - 1, node)
+        if isinstance(node, tirx.Sub) and isinstance(node.b, tirx.IntImm) and str(node.b.ty.dtype) == "int32" \
+                and int(node.b.value) != INT32_MIN:
+            # The lowering writes x + c for c > 0 and x - |c| for c < 0: one form, so both are one template.
+            return tirx.Add(map_nodes(node.a, rewrite), map_nodes(tirx.IntImm("int32", -int(node.b.value)), rewrite))
+        if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name in _SHIFT_KEPT:
+            acc, multiplier, shift = node.args
+            return tvm.ir.Call(node.op, [map_nodes(acc, rewrite), map_nodes(multiplier, rewrite), shift], node.attrs,
+                               ret_ty=node.ty)
+        return None
+
+    return func.with_body(_map_stores(func.body, rewrite))
+
+
+def variable_immediates(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, tuple[int, ...]]:
+    """(`func`'s template, the values of its variable immediates in order): every int32 immediate of a stored
+    value (load indices inside it too) except a requantization's shift, which the template holds as 0."""
+    values: list[int] = []
+
+    def masked(k: int, imm: tirx.IntImm) -> tirx.Expr:
+        values.append(int(imm.value))
+        return tirx.IntImm("int32", 0)
+
+    return _with_immediates(func, masked), tuple(values)
+
+
+def _store_nodes(func: tirx.PrimFunc) -> int:
+    """The expression nodes of `func`'s stored values: its code size in `BYTES_PER_NODE` units (an estimate)."""
+    return sum(sum(1 for _ in walk(node.value)) for node in walk(func.body) if isinstance(node, tirx.BufferStore))
+
+
+def constant_loads(shared: tirx.PrimFunc) -> int:
+    """The loads of `shared`'s constants one call runs: each store's loads of the CONSTANTS_ROLE buffer times the
+    iterations of the loops around it (constant extents; a loop of another extent counted once)."""
+    def count(stmt, iterations: int) -> int:
+        if isinstance(stmt, tirx.BufferStore):
+            return iterations * sum(1 for node in walk(stmt.value)
+                                    if isinstance(node, tvm.ir.TensorLoad) and node.source.name == CONSTANTS_ROLE)
+        if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm):
+            iterations *= int(stmt.extent.value)
+        return sum(count(child, iterations) for child in children(stmt) if isinstance(child, tirx.Stmt))
+
+    return count(shared.body, 1)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Kernels (GlobalVar names, call order) equal but for some immediates of their templates: `slot_of` maps
+    each such position to its slot in the constants' array (positions whose values agree in every member share
+    one), `values[name]` is each member's array (one value a slot)."""
+
+    names: tuple[str, ...]
+    slot_of: dict
+    values: dict
+
+    @property
+    def slots(self) -> int:
+        """The length of each call's array of constants."""
+        return len(self.values[self.names[0]])
+
+    def pays(self, nodes: int, loads: int) -> bool:
+        """Whether one shared kernel (its stores `nodes` expression nodes, `loads` loads of its constants a call)
+        pays at the code price (`INSTRUCTIONS_PER_BYTE`): the code of the members but one, less each call's array
+        (4 B a value) and extra argument, is worth more than the loads (an instruction each) of every call."""
+        saved = (len(self.names) - 1) * nodes * BYTES_PER_NODE \
+            - len(self.names) * (4 * self.slots + CALL_ARGUMENT_BYTES)
+        return saved > 0 and saved * INSTRUCTIONS_PER_BYTE > len(self.names) * loads
+
+
+def constant_groups(funcs: dict[str, tirx.PrimFunc]) -> list[Group]:
+    """The groups of two or more of `funcs` (name -> PrimFunc, call order) whose templates are structurally equal
+    and whose immediates differ somewhere (kernels equal outright are unique_kernels' to merge)."""
+    buckets: dict[int, list[list]] = {}
+    for name, func in funcs.items():
+        template, values = variable_immediates(func)
+        key = tvm_ffi.structural_hash(template)
+        same = next((b for b in buckets.get(key, []) if tvm_ffi.structural_equal(b[0], template)), None)
+        if same is None:
+            buckets.setdefault(key, []).append([template, [(name, values)]])
+        else:
+            same[1].append((name, values))
+    groups = []
+    for bucket in (b for entries in buckets.values() for b in entries):
+        members = bucket[1]
+        if len(members) < 2:
+            continue
+        columns = list(zip(*(values for _, values in members)))
+        distinct = list(dict.fromkeys(column for column in columns if len(set(column)) > 1))
+        if distinct:
+            slot_of = {k: distinct.index(column) for k, column in enumerate(columns) if column in distinct}
+            groups.append(Group(tuple(n for n, _ in members), slot_of,
+                                {n: tuple(column[i] for column in distinct) for i, (n, _) in enumerate(members)}))
+    return groups
+
+
+def shared_kernel(func: tirx.PrimFunc, group: Group, num_inputs: int) -> tirx.PrimFunc:
+    """`func` (a member of `group`) with its immediates at the group's positions read from a new input buffer
+    CONSTANTS_ROLE (int32, one element a slot, after its `num_inputs` inputs)."""
+    buffer = tirx.decl_buffer((group.slots,), "int32", name=CONSTANTS_ROLE)
+
+    def replace(k: int, imm: tirx.IntImm) -> tirx.Expr:
+        slot = group.slot_of.get(k)
+        return imm if slot is None else tirx.BufferLoad(buffer, [tirx.IntImm("int64", slot)])
+
+    body = _with_immediates(func, replace).body
+    params = [*func.params[:num_inputs], buffer, *func.params[num_inputs:]]
+    shared = tirx.PrimFunc(params, body, func.ret_type, func.attrs)
+    roles = (func.attrs or {}).get(OPERAND_ROLES_ATTR)
+    if roles is not None:
+        shared = shared.with_attr(OPERAND_ROLES_ATTR, [*roles[:num_inputs], CONSTANTS_ROLE, *roles[num_inputs:]])
+    return shared
+
+
+def _calls(main: relax.Function):
+    """main's call_tir bindings, in order."""
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR):
+                yield binding
+
+
+def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
+    """`mod` with each paying group of kernels `main` calls (`constant_groups`, `Group.pays`) replaced by one
+    shared kernel (`shared_kernel`, named after the group's first), each call passing its constants' array."""
+    main = mod["main"]
+    funcs, num_inputs = {}, {}
+    for binding in _calls(main):
+        gvar = binding.value.args[0]
+        if gvar.name_hint not in funcs:
+            funcs[gvar.name_hint] = mod[gvar]
+            num_inputs[gvar.name_hint] = len(binding.value.args[1].fields)
+    groups = [g for g in constant_groups(funcs) if len({num_inputs[n] for n in g.names}) == 1
+              and g.pays(_store_nodes(funcs[g.names[0]]),
+                         constant_loads(shared_kernel(funcs[g.names[0]], g, num_inputs[g.names[0]])))]
+    if not groups:
+        return mod
+    group_of = {name: group for group in groups for name in group.names}
+    dropped = {name for group in groups for name in group.names[1:]}
+    mod = tvm.IRModule({gvar: func for gvar, func in mod.functions.items() if gvar.name_hint not in dropped},
+                       attrs=mod.attrs)
+    for group in groups:
+        first = group.names[0]
+        mod[mod.get_global_var(first)] = shared_kernel(funcs[first], group, num_inputs[first])
+    blocks = []
+    for block in main.body.blocks:
+        bindings = []
+        for binding in block.bindings:
+            value = binding.value
+            name = value.args[0].name_hint if isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR) else None
+            group = group_of.get(name)
+            if group is not None:
+                constants = relax.const(np.array(group.values[name], dtype="int32"))
+                operands = list(value.args[1].fields)
+                value = relax.call_tir(mod.get_global_var(group.names[0]),
+                                       relax.Tuple([*operands, constants]), binding.var.ty)
+                binding = relax.VarBinding(binding.var, value)
+            bindings.append(binding)
+        blocks.append(type(block)(bindings))
+    mod["main"] = relax.Function(main.params, relax.SeqExpr(blocks, main.body.body), main.ret_ty, main.is_pure,
+                                 main.attrs)
+    return mod
