@@ -73,13 +73,15 @@ def depthwise_channel_tiles(sch: s_tir.Schedule, block) -> tuple[int, ...]:
 
 
 def _predicated_tile(channels: int) -> tuple[int, ...]:
-    """(the largest divisor of ``channels`` between DEPTHWISE_TILES[-1] and MAX_CHANNELS,) for a layer whose
-    channels no tile of DEPTHWISE_TILES nor the default four divides (30: two tiles of 15, the helper's last lane
-    predicated off), else (): such a layer had kept the scalar loop nest (ds_cnn_w30_49x10 on cortex-m55:
-    379,406 instructions a 3x3 layer over 25x5x30)."""
-    if any(channels % tile == 0 for tile in (*DEPTHWISE_TILES, 4)):
+    """(``channels``,) for a layer of more than DEPTHWISE_TILES[-1] channels that no tile of DEPTHWISE_TILES nor
+    the default four divides, else (): one tile of every channel, which the helpers take as whole vectors of
+    MAX_CHANNELS and one predicated tail (30: 16 + 14; 38: 16 + 16 + 6; 307: 19 x 16 + 3). Such a layer had kept
+    the scalar loop nest (ds_cnn_w30_49x10 on cortex-m55: 379,406 instructions a 3x3 layer over 25x5x30), and a
+    tile dividing it had run a predicated half per tile (38 channels, 19 x 2: no divisor of 8 to 16 channels, the
+    scalar loop nest: 12.3 instructions a MAC, 1.7 at 40 channels)."""
+    if channels <= DEPTHWISE_TILES[-1] or any(channels % tile == 0 for tile in (*DEPTHWISE_TILES, 4)):
         return ()
-    return tuple(next(([tile] for tile in range(MAX_CHANNELS, DEPTHWISE_TILES[-1] - 1, -1) if channels % tile == 0), []))
+    return (channels,)
 
 
 def helium_replacement(realize: s_tir.SBlockRealize, loops: list,
@@ -92,19 +94,19 @@ def helium_replacement(realize: s_tir.SBlockRealize, loops: list,
 
 
 def _channels(loops: list) -> Optional[int]:
-    """The channel count of ``loops`` (up to two window loops from 0, then the channel loop) when a call of
-    at most MAX_CHANNELS takes it, else None."""
+    """The channel count of ``loops`` (up to two window loops from 0, then the channel loop), else None. The
+    helpers take any count (whole vectors of MAX_CHANNELS, then one predicated tail)."""
     if not 2 <= len(loops) <= 3 or not all(isinstance(loop.extent, tirx.IntImm) and isinstance(loop.min, tirx.IntImm)
                                            and int(loop.min) == 0 for loop in loops):
         return None
     channels = int(loops[-1].extent)
-    return channels if 1 <= channels <= MAX_CHANNELS else None
+    return channels if channels >= 1 else None
 
 
 def depthwise16_replacement(realize: s_tir.SBlockRealize, loops: list,
                             outlined: bool = False) -> Optional[s_tir.SBlockRealize]:
     """The call block of ``<prefix>_depthwise_mac_s8x16`` (``_box_s8x16`` if ``outlined``) computing what
-    ``loops`` (one or two window loops, then a channel loop of 8 to MAX_CHANNELS, the tiles this schedule makes)
+    ``loops`` (one or two window loops, then a channel loop of 8 or more, the tiles this schedule makes)
     compute around ``realize``, or None where the loads do not fit it."""
     channels = _channels(loops)
     reduction = mac_reduction(realize.block)
@@ -164,7 +166,7 @@ def _padded_weight(block: s_tir.SBlock, weight_dtype: str = "int8") -> Optional[
 def padding_replacement(realize: s_tir.SBlockRealize, loops: list, op: str = PAD_OP,
                         tile: Optional[int] = None, weight_dtype: str = "int8") -> Optional[s_tir.SBlockRealize]:
     """The call block of ``op`` (by default ``<prefix>_depthwise_pad_s8x16``; its arguments PAD_ACCESS') computing
-    what ``loops`` (one or two window loops, then a channel loop of at most MAX_CHANNELS, or of exactly ``tile``
+    what ``loops`` (one or two window loops, then a channel loop of any count, or of exactly ``tile``
     where given) compute around ``realize``, a block adding a constant's products with int8 weights (or of
     ``weight_dtype``: a DSP core's widened depthwise weights) to its
     accumulators (a border pixel's padded taps) or, without ``tile``, int8 values themselves (a window's sums:
