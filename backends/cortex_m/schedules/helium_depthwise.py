@@ -55,7 +55,7 @@ def depthwise_channel_tiles(sch: s_tir.Schedule, block) -> tuple[int, ...]:
     """DEPTHWISE_TILES for an int8 depthwise reduction ``block`` of depth multiplier 1 (its int32 store's last
     index a spatial iteration variable that is the last index of its int8 input and weight loads, the input's
     possibly under a padding test) or an int8 window's sums (one such load: an average pool's), () for any
-    other block."""
+    other block; then `_predicated_tile`'s for a channel count none of those divides."""
     node = sch.get(block)
     store = node.body
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
@@ -68,20 +68,36 @@ def depthwise_channel_tiles(sch: s_tir.Schedule, block) -> tuple[int, ...]:
     if len(loads) not in (1, 2) or any(str(load.source.dtype) != "int8" or not load.indices[-1].same_as(channel)
                               for load in loads):
         return ()
+    extents = [iv.dom.extent for iv in node.iter_vars if iv.iter_type == tirx.IterVar.DataPar]
     (extent,) = (iv.dom.extent for iv in node.iter_vars if iv.var.same_as(channel))
-    return DEPTHWISE_TILES + _predicated_tile(int(extent)) if isinstance(extent, tirx.IntImm) else DEPTHWISE_TILES
+    if not all(isinstance(e, tirx.IntImm) for e in extents):
+        return DEPTHWISE_TILES
+    pixels = functools.reduce(lambda product, e: product * int(e), extents, 1) // int(extent)
+    return DEPTHWISE_TILES + _predicated_tile(int(extent), pixels)
 
 
-def _predicated_tile(channels: int) -> tuple[int, ...]:
-    """(``channels``,) for a layer of more than DEPTHWISE_TILES[-1] channels that no tile of DEPTHWISE_TILES nor
-    the default four divides, else (): one tile of every channel, which the helpers take as whole vectors of
-    MAX_CHANNELS and one predicated tail (30: 16 + 14; 38: 16 + 16 + 6; 307: 19 x 16 + 3). Such a layer had kept
-    the scalar loop nest (ds_cnn_w30_49x10 on cortex-m55: 379,406 instructions a 3x3 layer over 25x5x30), and a
-    tile dividing it had run a predicated half per tile (38 channels, 19 x 2: no divisor of 8 to 16 channels, the
-    scalar loop nest: 12.3 instructions a MAC, 1.7 at 40 channels)."""
+WHOLE_TILE_MIN_PIXELS = 9
+"""The fewest output pixels of a layer that takes one tile of every channel (`_predicated_tile`): below a 3x3
+window's taps most or all of a layer's pixels are border cases, each of which keeps its loop over the whole
+vectors with the window's calls (no interior pixel for the fused tiles), and that code does not pay at the code
+price (`code_price.INSTRUCTIONS_PER_BYTE`): mobilenet_v1_030_80's 3x3 layer over 2x2x307 on cortex-m55, 63,647 ->
+28,159 instructions for 2,532 B more code (its kernel 548 -> 2,368 B and the out-of-line box helper's 712 B)."""
+
+
+def _predicated_tile(channels: int, pixels: int) -> tuple[int, ...]:
+    """A tile for a layer of more than DEPTHWISE_TILES[-1] channels that no tile of DEPTHWISE_TILES nor the default
+    four divides, over ``pixels`` output pixels, else (): the largest divisor of ``channels`` between
+    DEPTHWISE_TILES[-1] and MAX_CHANNELS (30: two tiles of 15, the helper's last lane predicated off), else, over at
+    least WHOLE_TILE_MIN_PIXELS pixels, ``channels`` itself: one tile of every channel, which the helpers take as
+    whole vectors of MAX_CHANNELS and one predicated tail (38: 16 + 16 + 6). Such layers had kept the scalar loop
+    nest (ds_cnn_w30_49x10 on cortex-m55: 379,406 instructions a 3x3 layer over 25x5x30; mobilenet_v1_030_80's
+    3x3 layer over 20x20x38, 12.3 instructions a MAC, 2.3 as one tile)."""
     if channels <= DEPTHWISE_TILES[-1] or any(channels % tile == 0 for tile in (*DEPTHWISE_TILES, 4)):
         return ()
-    return (channels,)
+    divisor = next((tile for tile in range(MAX_CHANNELS, DEPTHWISE_TILES[-1] - 1, -1) if channels % tile == 0), None)
+    if divisor is not None:
+        return (divisor,)
+    return (channels,) if pixels >= WHOLE_TILE_MIN_PIXELS else ()
 
 
 def helium_replacement(realize: s_tir.SBlockRealize, loops: list,
