@@ -3,7 +3,8 @@
 On a Helium core an int8 depthwise reduction with a depth multiplier of 1 (each output channel reads its own
 input channel) accumulates DEPTHWISE_TILES[0] (16) output channels at once where that count divides the
 channels (a layer of 16 channels as one tile), else DEPTHWISE_TILES[1] (8; the helper's upper half then
-predicated off), else the default tile of four (``tvm_ext.schedule.kernel_schedule``: ``MacSchedules.channel_tiles``). Such a tile's reduction (any
+predicated off), else a divisor of 8 to 16 channels or one tile of every channel (`_predicated_tile`: whole vectors
+of 16 and one predicated tail), else the default tile of four (``tvm_ext.schedule.kernel_schedule``: ``MacSchedules.channel_tiles``). Such a tile's reduction (any
 window, stride and dilation whose taps step by constant strides) becomes one call of
 ``<prefix>_depthwise_mac_s8x16`` (its out-of-line copy ``_box_s8x16`` on the clipped windows of a padded
 border), and a border pixel's padding products (the taps outside the image, each the input's zero point times
