@@ -1,7 +1,7 @@
 /* Unit test of the Helium 16-channel depthwise helpers (backends/cortex_m/helpers/templates/helium_depthwise16.h.in
  * after helium_lanes.h.in, with the prefix lp): lp_depthwise_mac_s8x16, its out-of-line copy lp_depthwise_box_s8x16
  * and the padding's products lp_depthwise_pad_s8x16 against the plain loops of their contracts, for every channel
- * count 0..16 (the predicated tails of both halves), windows of 0 to 4 rows and columns (the three-tap steps and
+ * count 0..38 (the predicated tails of both halves; past 16, whole tiles of 16 and a tail: a layer no tile divides), windows of 0 to 4 rows and columns (the three-tap steps and
  * the one or two taps left), column strides of exactly the tile and wider, row strides at and above a row's taps,
  * inputs and weights at every element alignment, values over the whole int8 range (-128 and 127 forced in) and all
  * at the minimum (the largest products), pad values -128, 0, 127 and 1 (a window's sums): each accumulator below
@@ -15,9 +15,9 @@
 #include "cortex_m_test_values.h"
 #include "depthwise_mac16.h"
 
-#define BUFFER 2048 /* elements: past the farthest one any case reads (under 1,400) */
+#define BUFFER 2048 /* elements: past the farthest one any case reads (under 1,600) */
 #define SIDE 4      /* the most rows and columns of a window */
-#define TILE 16     /* the most channels of a call */
+#define TILE 38     /* the most channels of a call: two whole tiles of 16 and a tail of 6 */
 #define GUARD 4     /* accumulators after the tile that must keep their value */
 
 /* The plain sums of the contracts: acc[c] += (x ? x[..] : pad) * w[..] over r < rows, k < cols, c < channels. */

@@ -3,7 +3,8 @@
 On a Helium core an int8 depthwise reduction with a depth multiplier of 1 (each output channel reads its own
 input channel) accumulates DEPTHWISE_TILES[0] (16) output channels at once where that count divides the
 channels (a layer of 16 channels as one tile), else DEPTHWISE_TILES[1] (8; the helper's upper half then
-predicated off), else the default tile of four (``tvm_ext.schedule.kernel_schedule``: ``MacSchedules.channel_tiles``). Such a tile's reduction (any
+predicated off), else a divisor of 8 to 16 channels or one tile of every channel (`_predicated_tile`: whole vectors
+of 16 and one predicated tail), else the default tile of four (``tvm_ext.schedule.kernel_schedule``: ``MacSchedules.channel_tiles``). Such a tile's reduction (any
 window, stride and dilation whose taps step by constant strides) becomes one call of
 ``<prefix>_depthwise_mac_s8x16`` (its out-of-line copy ``_box_s8x16`` on the clipped windows of a padded
 border), and a border pixel's padding products (the taps outside the image, each the input's zero point times
@@ -55,7 +56,7 @@ def depthwise_channel_tiles(sch: s_tir.Schedule, block) -> tuple[int, ...]:
     """DEPTHWISE_TILES for an int8 depthwise reduction ``block`` of depth multiplier 1 (its int32 store's last
     index a spatial iteration variable that is the last index of its int8 input and weight loads, the input's
     possibly under a padding test) or an int8 window's sums (one such load: an average pool's), () for any
-    other block."""
+    other block; then `_predicated_tile`'s for a channel count none of those divides."""
     node = sch.get(block)
     store = node.body
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
@@ -68,18 +69,36 @@ def depthwise_channel_tiles(sch: s_tir.Schedule, block) -> tuple[int, ...]:
     if len(loads) not in (1, 2) or any(str(load.source.dtype) != "int8" or not load.indices[-1].same_as(channel)
                               for load in loads):
         return ()
+    extents = [iv.dom.extent for iv in node.iter_vars if iv.iter_type == tirx.IterVar.DataPar]
     (extent,) = (iv.dom.extent for iv in node.iter_vars if iv.var.same_as(channel))
-    return DEPTHWISE_TILES + _predicated_tile(int(extent)) if isinstance(extent, tirx.IntImm) else DEPTHWISE_TILES
+    if not all(isinstance(e, tirx.IntImm) for e in extents):
+        return DEPTHWISE_TILES
+    pixels = functools.reduce(lambda product, e: product * int(e), extents, 1) // int(extent)
+    return DEPTHWISE_TILES + _predicated_tile(int(extent), pixels)
 
 
-def _predicated_tile(channels: int) -> tuple[int, ...]:
-    """(the largest divisor of ``channels`` between DEPTHWISE_TILES[-1] and MAX_CHANNELS,) for a layer whose
-    channels no tile of DEPTHWISE_TILES nor the default four divides (30: two tiles of 15, the helper's last lane
-    predicated off), else (): such a layer had kept the scalar loop nest (ds_cnn_w30_49x10 on cortex-m55:
-    379,406 instructions a 3x3 layer over 25x5x30)."""
-    if any(channels % tile == 0 for tile in (*DEPTHWISE_TILES, 4)):
+WHOLE_TILE_MIN_PIXELS = 9
+"""The fewest output pixels of a layer that takes one tile of every channel (`_predicated_tile`): below a 3x3
+window's taps most or all of a layer's pixels are border cases, each of which keeps its loop over the whole
+vectors with the window's calls (no interior pixel for the fused tiles), and that code does not pay at the code
+price (`code_price.INSTRUCTIONS_PER_BYTE`): mobilenet_v1_030_80's 3x3 layer over 2x2x307 on cortex-m55, 63,647 ->
+28,159 instructions for 2,532 B more code (its kernel 548 -> 2,368 B and the out-of-line box helper's 712 B)."""
+
+
+def _predicated_tile(channels: int, pixels: int) -> tuple[int, ...]:
+    """A tile for a layer of more than DEPTHWISE_TILES[-1] channels that no tile of DEPTHWISE_TILES nor the default
+    four divides, over ``pixels`` output pixels, else (): the largest divisor of ``channels`` between
+    DEPTHWISE_TILES[-1] and MAX_CHANNELS (30: two tiles of 15, the helper's last lane predicated off), else, over at
+    least WHOLE_TILE_MIN_PIXELS pixels, ``channels`` itself: one tile of every channel, which the helpers take as
+    whole vectors of MAX_CHANNELS and one predicated tail (38: 16 + 16 + 6). Such layers had kept the scalar loop
+    nest (ds_cnn_w30_49x10 on cortex-m55: 379,406 instructions a 3x3 layer over 25x5x30; mobilenet_v1_030_80's
+    3x3 layer over 20x20x38, 12.3 instructions a MAC, 2.3 as one tile)."""
+    if channels <= DEPTHWISE_TILES[-1] or any(channels % tile == 0 for tile in (*DEPTHWISE_TILES, 4)):
         return ()
-    return tuple(next(([tile] for tile in range(MAX_CHANNELS, DEPTHWISE_TILES[-1] - 1, -1) if channels % tile == 0), []))
+    divisor = next((tile for tile in range(MAX_CHANNELS, DEPTHWISE_TILES[-1] - 1, -1) if channels % tile == 0), None)
+    if divisor is not None:
+        return (divisor,)
+    return (channels,) if pixels >= WHOLE_TILE_MIN_PIXELS else ()
 
 
 def helium_replacement(realize: s_tir.SBlockRealize, loops: list,
@@ -92,19 +111,19 @@ def helium_replacement(realize: s_tir.SBlockRealize, loops: list,
 
 
 def _channels(loops: list) -> Optional[int]:
-    """The channel count of ``loops`` (up to two window loops from 0, then the channel loop) when a call of
-    at most MAX_CHANNELS takes it, else None."""
+    """The channel count of ``loops`` (up to two window loops from 0, then the channel loop), else None. The
+    helpers take any count (whole vectors of MAX_CHANNELS, then one predicated tail)."""
     if not 2 <= len(loops) <= 3 or not all(isinstance(loop.extent, tirx.IntImm) and isinstance(loop.min, tirx.IntImm)
                                            and int(loop.min) == 0 for loop in loops):
         return None
     channels = int(loops[-1].extent)
-    return channels if 1 <= channels <= MAX_CHANNELS else None
+    return channels if channels >= 1 else None
 
 
 def depthwise16_replacement(realize: s_tir.SBlockRealize, loops: list,
                             outlined: bool = False) -> Optional[s_tir.SBlockRealize]:
     """The call block of ``<prefix>_depthwise_mac_s8x16`` (``_box_s8x16`` if ``outlined``) computing what
-    ``loops`` (one or two window loops, then a channel loop of 8 to MAX_CHANNELS, the tiles this schedule makes)
+    ``loops`` (one or two window loops, then a channel loop of 8 or more, the tiles this schedule makes)
     compute around ``realize``, or None where the loads do not fit it."""
     channels = _channels(loops)
     reduction = mac_reduction(realize.block)
@@ -164,7 +183,7 @@ def _padded_weight(block: s_tir.SBlock, weight_dtype: str = "int8") -> Optional[
 def padding_replacement(realize: s_tir.SBlockRealize, loops: list, op: str = PAD_OP,
                         tile: Optional[int] = None, weight_dtype: str = "int8") -> Optional[s_tir.SBlockRealize]:
     """The call block of ``op`` (by default ``<prefix>_depthwise_pad_s8x16``; its arguments PAD_ACCESS') computing
-    what ``loops`` (one or two window loops, then a channel loop of at most MAX_CHANNELS, or of exactly ``tile``
+    what ``loops`` (one or two window loops, then a channel loop of any count, or of exactly ``tile``
     where given) compute around ``realize``, a block adding a constant's products with int8 weights (or of
     ``weight_dtype``: a DSP core's widened depthwise weights) to its
     accumulators (a border pixel's padded taps) or, without ``tile``, int8 values themselves (a window's sums:

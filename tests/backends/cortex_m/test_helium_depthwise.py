@@ -97,15 +97,15 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
 
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_helium_depthwise_of_channels_no_tile_divides_takes_predicated_tiles_bit_exactly(tmp_path):
-    """30 and 10 channels (neither 16, 8 nor 4 divides them: a DS-CNN of width 30) take tiles of 15 and 10, the
-    16-lane helper's upper lanes predicated off (`helium_depthwise._predicated_tile`), a pixel's tiles one fused
-    call and a border pixel's one border call over every channel, where they had kept the scalar loop nest; bit for
-    bit on mps3-an547."""
-    model = _depthwise_model(10, (30, 10), [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1)])
+    """38 and 10 channels (neither 16, 8 nor 4 divides them: MobileNetV1 0.3's 38, a DS-CNN's 10) take one tile of
+    every channel (`helium_depthwise._predicated_tile`: 38 as two whole vectors of 16 and a predicated tail of 6,
+    10 as one predicated tile), a pixel's tiles one fused call and a border pixel's one border call over every
+    channel, where 38 had kept the scalar loop nest; bit for bit on mps3-an547."""
+    model = _depthwise_model(10, (38, 10), [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1)])
     _, kernels = bit_exact_bundle(tmp_path, "predicated", model, "cortex-m55", "mps3-an547")
     fused = {int(n) for n in re.findall(r"_depthwise_tiles(?:3x3)?_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
     border = {int(n) for n in re.findall(r"_depthwise_border(?:3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);", kernels)}
-    assert fused == {30, 10} and border == {30, 10}, (fused, border)
+    assert fused == {38, 10} and border == {38, 10}, (fused, border)
     assert not re.search(r"acc\w*\[0\] = \(acc\w*\[0\] \+ ", kernels), kernels  # no scalar MAC left
 
 
