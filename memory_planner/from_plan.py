@@ -136,14 +136,19 @@ def tensor_offsets(plan: ExecutionPlan, memory_plan: MemoryPlan) -> dict[str, in
 
 def views_from_plan(plan: ExecutionPlan, buffers: Sequence[Buffer]) -> list[View]:
     """The views of `buffers` (by root name) that `plan`'s calls pass, each with the steps (positions in
-    `plan.calls`) that pass it: what `check.check_plan` checks of views."""
+    `plan.calls`) that pass it and those whose call writes it: what `check.check_plan` checks of views."""
     placed = {b.name for b in buffers}
     steps: dict[str, list[int]] = {}
+    written: dict[str, list[int]] = {}
     for step, call in enumerate(plan.calls):
         for name in call.args:
             if plan.tensors[name].view_of is not None and plan.storage_of(name) in placed:
                 steps.setdefault(name, []).append(step)
-    return [View(name, plan.storage_of(name), plan.storage_offset(name), plan.tensors[name].nbytes, min(at), max(at))
+        for name in call.outputs + call.scratch:
+            if name in steps:
+                written.setdefault(name, []).append(step)
+    return [View(name, plan.storage_of(name), plan.storage_offset(name), plan.tensors[name].nbytes, min(at), max(at),
+                 tuple(written.get(name, ())))
             for name, at in steps.items()]
 
 
