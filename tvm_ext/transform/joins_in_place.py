@@ -32,7 +32,6 @@ from tvm.sym import Analyzer
 
 from memory_planner.plan import DTYPE_BYTES
 from tvm_ext.layers import STATE_OPERAND_ATTR
-from tvm_ext.tir.tir_walk import map_leaves
 from tvm_ext.transform.contiguous_views import plain_buffer, returned_vars, row_major
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
