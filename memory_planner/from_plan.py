@@ -10,7 +10,9 @@ an output from its writer to the last step (the caller reads it after the run), 
 an input's bytes once it is read and an output's bytes until it is written.
 
 Views (`Tensor.view_of`, at `Tensor.view_offset`): `views_from_plan` lists, for the checker, each view of an arena
-buffer that a call passes, with the steps that pass it; its bytes are its root's, so the root lives while it does.
+buffer that a call passes, with the steps that pass it and those that write it (a piece of a join written in place:
+a root no call writes whole lives from its first piece's write); its bytes are its root's, so the root lives while
+it does.
 
 In-place facts: `KernelCall.access.inplace_outputs` (`InplaceOutput`). The output's buffer gets
 `inplace_of = <input's storage>` (and the fact's stream order) when that call is the input storage's last

@@ -317,10 +317,8 @@ class _PlanBuilder:
         offset = 0
         for piece in pieces:
             name = self.tensor_for(piece, layer)
-            root = name
-            while self.tensors[root].view_of is not None:
-                if self.tensors[root].view_offset:
-                    break
+            root = name  # through reshapes (views of all the bytes) to the storage
+            while self.tensors[root].view_of is not None and self.tensors[root].view_offset == 0:
                 root = self.tensors[root].view_of
             tensor = self.tensors[root]
             if tensor.view_of is not None or tensor.role is not TensorRole.INTERMEDIATE \
