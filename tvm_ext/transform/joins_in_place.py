@@ -15,7 +15,10 @@ A join is made in place only where that is as good as the copy for every reader:
 - no piece storage is a model output (the caller's output buffer is its own storage); the join may be one (the
   kernels then write their pieces into the caller's buffer);
 - every piece's byte offset is a multiple of `alignment` (the profile's, which every arena buffer keeps: a
-  kernel writing its output there finds the alignment it finds in any buffer).
+  kernel writing its output there finds the alignment it finds in any buffer);
+- the arena planned with the join in place is no larger than with its copy (`join_lifetimes`: the join is live
+  from its first piece's write, so a long branch computing a later piece holds the earlier pieces and the rest of
+  the join; decided greedily in main's order, the joins kept before in place in both plans).
 The values are the copy's exactly: a kernel writes the same bytes, only elsewhere, and no kernel writes them
 again while the join's result is live (`memory_planner.check` verifies the written views).
 """
@@ -32,6 +35,7 @@ from tvm.sym import Analyzer
 
 from memory_planner.plan import DTYPE_BYTES
 from tvm_ext.layers import STATE_OPERAND_ATTR
+from tvm_ext.transform.join_lifetimes import JoinLifetimes
 from tvm_ext.transform.contiguous_views import plain_buffer, returned_vars, row_major
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -145,7 +149,8 @@ def _join_axis(pieces: list[relax.TensorType], result: relax.TensorType) -> Opti
 @tvm.transform.module_pass(opt_level=0, name="JoinsInPlace")
 class JoinsInPlace:
     """Each `call_tir` of a contiguous join (module docstring) whose pieces the rules there allow in place ->
-    ``R.concat(pieces, axis)``, which the plan makes one buffer with each piece's storage a view of it; PrimFuncs
+    ``R.concat(pieces, axis)``, which the plan makes one buffer with each piece's storage a view of it (where its
+    arena is no larger than the copy's: `_ArenaGuard`); PrimFuncs
     no call reads any more are dropped. Bindings keep their vars and places (layer records stay as they were)."""
 
     def __init__(self, alignment: int) -> None:
@@ -157,12 +162,15 @@ class JoinsInPlace:
         storage = _Storages(mod, value_of)
         outputs = {storage.root(var) for var in returned_vars(main)}
         claimed: set = set()
+        guard = _ArenaGuard(main, self.alignment)
         blocks, replaced = [], set()
         for block in main.body.blocks:
             bindings = []
             for binding in block.bindings:
                 join = self._join(mod, binding, storage, outputs, claimed)
-                if join is not None:
+                roots = [] if join is None else [storage.root(p) for p in join.args[0].fields]
+                if join is not None and guard.keeps(binding.var, roots):
+                    claimed.update(roots)
                     replaced.add(binding.value.args[0])
                     storage.joined.add(binding.var)
                     binding = relax.VarBinding(binding.var, join)
@@ -204,8 +212,32 @@ class JoinsInPlace:
         axis = _join_axis([p.ty for p in pieces], value.ty)
         if axis is None:
             return None
-        claimed.update(roots)
         return relax.op.concat(relax.Tuple(pieces), axis)
+
+
+class _ArenaGuard:
+    """Which joins stay in place: greedily, in main's order, each join whose pieces in place plan an arena no
+    larger than its copy does, the joins kept before it in place in both plans (`JoinLifetimes`, planned only
+    once a join is found)."""
+
+    def __init__(self, main: relax.Function, alignment: int) -> None:
+        self.main = main
+        self.alignment = alignment
+        self.lifetimes: Optional[JoinLifetimes] = None
+        self.joins: dict = {}  # piece storage var -> join result var, of the joins kept in place
+        self.arena: Optional[int] = None  # bytes, with `joins` in place and every other join a copy
+
+    def keeps(self, join: relax.Var, pieces: list[relax.Var]) -> bool:
+        """Whether the join `join` of the piece storages `pieces` stays in place (then recorded)."""
+        if self.lifetimes is None:
+            self.lifetimes = JoinLifetimes(self.main, self.alignment)
+            self.arena = self.lifetimes.arena_bytes(self.joins)
+        joins = {**self.joins, **{piece: join for piece in pieces}}
+        arena = self.lifetimes.arena_bytes(joins)
+        if arena > self.arena:
+            return False
+        self.joins, self.arena = joins, arena
+        return True
 
 
 class _Storages:
