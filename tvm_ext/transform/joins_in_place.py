@@ -35,8 +35,8 @@ from tvm.sym import Analyzer
 
 from memory_planner.plan import DTYPE_BYTES
 from tvm_ext.layers import STATE_OPERAND_ATTR
-from tvm_ext.transform.join_lifetimes import JoinLifetimes
 from tvm_ext.transform.contiguous_views import plain_buffer, returned_vars, row_major
+from tvm_ext.transform.join_lifetimes import JoinLifetimes
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
@@ -148,10 +148,9 @@ def _join_axis(pieces: list[relax.TensorType], result: relax.TensorType) -> Opti
 
 @tvm.transform.module_pass(opt_level=0, name="JoinsInPlace")
 class JoinsInPlace:
-    """Each `call_tir` of a contiguous join (module docstring) whose pieces the rules there allow in place ->
-    ``R.concat(pieces, axis)``, which the plan makes one buffer with each piece's storage a view of it (where its
-    arena is no larger than the copy's: `_ArenaGuard`); PrimFuncs
-    no call reads any more are dropped. Bindings keep their vars and places (layer records stay as they were)."""
+    """Each `call_tir` of a contiguous join (module docstring) whose pieces the rules there allow in place, its
+    arena no larger than the copy's (`_ArenaGuard`) -> ``R.concat(pieces, axis)``, which the plan makes one buffer
+    with each piece's storage a view of it; PrimFuncs no call reads any more are dropped. Bindings keep their vars and places (layer records stay as they were)."""
 
     def __init__(self, alignment: int) -> None:
         self.alignment = alignment
