@@ -150,7 +150,8 @@ def _join_axis(pieces: list[relax.TensorType], result: relax.TensorType) -> Opti
 class JoinsInPlace:
     """Each `call_tir` of a contiguous join (module docstring) whose pieces the rules there allow in place, its
     arena no larger than the copy's (`_ArenaGuard`) -> ``R.concat(pieces, axis)``, which the plan makes one buffer
-    with each piece's storage a view of it; PrimFuncs no call reads any more are dropped. Bindings keep their vars and places (layer records stay as they were)."""
+    with each piece's storage a view of it; PrimFuncs no call reads any more are dropped. Bindings keep their
+    vars and places (layer records stay as they were)."""
 
     def __init__(self, alignment: int) -> None:
         self.alignment = alignment
