@@ -111,7 +111,10 @@ class View:
     contiguous slice at its block's offset), passed to kernels at steps `first_step` to `last_step`. The base's
     buffer holds the view's bytes: it must be live at every step the view is, so no other buffer overwrites
     them (the buffer's live range already spans its views': `from_plan.buffers_from_plan`), and the view
-    starts at a multiple of the base's alignment (a kernel finds a view aligned as it finds any buffer)."""
+    starts at a multiple of the base's alignment (a kernel finds a view aligned as it finds any buffer).
+
+    `written_at`: the steps whose call writes the view (a piece of a join written in place, whose bytes are then
+    the base's until the base's last step); empty for a view that is only read."""
 
     name: str
     base: str
@@ -119,6 +122,7 @@ class View:
     nbytes: int
     first_step: int
     last_step: int
+    written_at: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

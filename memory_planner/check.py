@@ -15,6 +15,10 @@
 - every view (`api.View`, given with `views`) lies inside its base buffer at a multiple of the base's
   alignment, and its base is live at every step the view is (so the bytes it reads are the base's, which no
   other buffer shares then);
+- every view a call writes (`View.written_at`: a piece of a join written in place) is written once, at the first
+  step that passes it, and shares no byte with another view of its base that is written too (whose write would
+  overwrite it while the base still holds it) or that is read before it is written (which would read bytes no
+  call wrote yet);
 - the plan's lower bound is the largest number of bytes live at one step (recounted here by a sweep
   over start and end events; at a hand-over the pair counts as their union at the smallest legal
   distance, B below A or above it, whichever spans fewer bytes, found by simulating the stream order), and
@@ -203,6 +207,31 @@ def _check_view(view: View, bases: dict[str, Buffer]) -> None:
             f"lives only at steps {base.first_step}..{base.last_step}")
 
 
+def _shares_bytes(a: View, b: View) -> bool:
+    return a.base == b.base and a.nbytes > 0 and b.nbytes > 0 and a.offset < b.offset + b.nbytes \
+        and b.offset < a.offset + a.nbytes
+
+
+def _check_written_views(views: Sequence[View]) -> None:
+    """Raise unless every written view is written once, first, and no other view of its base that is written, or
+    read before it is written, shares a byte with it."""
+    for view in views:
+        if not view.written_at:
+            continue
+        if list(view.written_at) != [view.first_step]:
+            raise InvalidMemoryPlanError(
+                f"view {view.name!r}: written at steps {list(view.written_at)}, not once at the first step that "
+                f"passes it ({view.first_step})")
+        for other in views:
+            if other is view or not _shares_bytes(view, other):
+                continue
+            if other.written_at or other.first_step < view.first_step:
+                what = f"written at step {other.first_step}" if other.written_at else f"read at step {other.first_step}"
+                raise InvalidMemoryPlanError(
+                    f"views {view.name!r} (written at step {view.first_step}) and {other.name!r} ({what}) share "
+                    f"bytes of {view.base!r}")
+
+
 def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan, views: Sequence[View] = ()) -> None:
     """Raise InvalidMemoryPlanError unless `plan` places `buffers` and their `views` legally (rules in the module
     docstring)."""
@@ -222,6 +251,7 @@ def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan, views: Sequence[View
     bases = {b.name: b for b in buffers}
     for view in views:
         _check_view(view, bases)
+    _check_written_views(views)
     hand_overs = _hand_overs(buffers)
     _check_no_cycle(hand_overs)
     for a, b in combinations(buffers, 2):

@@ -10,7 +10,9 @@ an output from its writer to the last step (the caller reads it after the run), 
 an input's bytes once it is read and an output's bytes until it is written.
 
 Views (`Tensor.view_of`, at `Tensor.view_offset`): `views_from_plan` lists, for the checker, each view of an arena
-buffer that a call passes, with the steps that pass it; its bytes are its root's, so the root lives while it does.
+buffer that a call passes, with the steps that pass it and those that write it (a piece of a join written in place:
+a root no call writes whole lives from its first piece's write); its bytes are its root's, so the root lives while
+it does.
 
 In-place facts: `KernelCall.access.inplace_outputs` (`InplaceOutput`). The output's buffer gets
 `inplace_of = <input's storage>` (and the fact's stream order) when that call is the input storage's last
@@ -136,14 +138,19 @@ def tensor_offsets(plan: ExecutionPlan, memory_plan: MemoryPlan) -> dict[str, in
 
 def views_from_plan(plan: ExecutionPlan, buffers: Sequence[Buffer]) -> list[View]:
     """The views of `buffers` (by root name) that `plan`'s calls pass, each with the steps (positions in
-    `plan.calls`) that pass it: what `check.check_plan` checks of views."""
+    `plan.calls`) that pass it and those whose call writes it: what `check.check_plan` checks of views."""
     placed = {b.name for b in buffers}
     steps: dict[str, list[int]] = {}
+    written: dict[str, list[int]] = {}
     for step, call in enumerate(plan.calls):
         for name in call.args:
             if plan.tensors[name].view_of is not None and plan.storage_of(name) in placed:
                 steps.setdefault(name, []).append(step)
-    return [View(name, plan.storage_of(name), plan.storage_offset(name), plan.tensors[name].nbytes, min(at), max(at))
+        for name in call.outputs + call.scratch:
+            if name in steps:
+                written.setdefault(name, []).append(step)
+    return [View(name, plan.storage_of(name), plan.storage_offset(name), plan.tensors[name].nbytes, min(at), max(at),
+                 tuple(written.get(name, ())))
             for name, at in steps.items()]
 
 

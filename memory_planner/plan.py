@@ -7,8 +7,9 @@ Contract:
 - Every tensor name is a valid C identifier, unique in the plan, and stable from one build to the next.
 - `ExecutionPlan.tensors` holds every tensor a call names. A tensor with `view_of` set shares the bytes of
   that tensor from its byte `view_offset` on (a reshape or flatten at 0; an UNPACK, SPLIT or SLICE piece that
-  is a contiguous block of its input at the block's offset): no copy, no second buffer, its bytes inside the
-  other's; chains of views are allowed (their offsets add up).
+  is a contiguous block of its input at the block's offset; a piece of a join written in place, which its own
+  kernel writes, at the piece's offset in the join): no copy, no second buffer, its bytes inside the other's;
+  chains of views are allowed (their offsets add up).
 - A kernel's C arguments are, in order: `KernelCall.inputs`, `KernelCall.outputs`, `KernelCall.scratch`.
 - No two CONSTANT tensors hold the same dtype, shape and bytes: the producer stores each such constant once
   and passes that one tensor to every call reading it, so each weight array is counted and emitted once.

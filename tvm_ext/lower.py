@@ -42,6 +42,7 @@ from tvm_ext.transform import (
     FoldLookupsIntoHelpers,
     FuseOpsKeepingLayers,
     GuardIndexOperands,
+    JoinsInPlace,
     LowerQuantizedToInteger,
     RefuseDataDependentLoops,
     RefuseOversizedTensors,
@@ -103,6 +104,9 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             # under patches: a band's copy of its rows must stay a copy (row-wise input fetches the rows into it,
             # and a view would keep the whole input alive while the bands run).
             *([ContiguousCopiesAsViews(profile.alignment_bytes)] if patches is None else []),
+            # Joins of contiguous pieces: each piece's kernel writes its slice of the join, no kernel copies it. Not
+            # under patches, as the views above (the patch pass's own joins are not tried in place).
+            *([JoinsInPlace(profile.alignment_bytes)] if patches is None else []),
             # The MACs of each kernel, counted before its schedule moves its loops.
             CountMacs(),
             ScheduleKernels(profile),

@@ -2,7 +2,8 @@
 
 `main` must be one dataflow block of: `call_tir` of PrimFuncs (a kernel with several outputs returns a tuple,
 whose fields are read by `TupleGetItem`), `R.reshape` (a view), `R.memory.view` (a view from a byte offset on:
-tvm_ext.transform.contiguous_views), var aliases, and a tuple of outputs. Anything else is an error naming the binding: the plan never silently drops a step.
+tvm_ext.transform.contiguous_views), `R.concat` (a join in place: each piece's storage a view of its result,
+tvm_ext.transform.joins_in_place), var aliases, and a tuple of outputs. Anything else is an error naming the binding: the plan never silently drops a step.
 `add_output_copies` runs first: it gives every model output storage of its own.
 """
 
@@ -33,6 +34,7 @@ _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
 _VIEW = tvm.ir.Op.get("relax.memory.view")
 _VIEW_OPS = (_RESHAPE, _VIEW)
+_JOIN = tvm.ir.Op.get("relax.concat")  # a join in place: tvm_ext.transform.joins_in_place
 
 
 class PlanError(Exception):
@@ -307,6 +309,29 @@ class _PlanBuilder:
         self.results[var] = tuple(names)
         return tuple(names)
 
+    def add_join(self, var: relax.Var, pieces: list[relax.Expr], layer: str) -> str:
+        """The tensor of an in-place join's result `var` (tvm_ext.transform.joins_in_place): a storage of its own,
+        each of `pieces` in order from byte 0 on; every piece's storage becomes a view of it there, so the kernel
+        that writes the piece writes the join's bytes."""
+        join = self.add_var(var, TensorRole.INTERMEDIATE, layer)
+        offset = 0
+        for piece in pieces:
+            name = self.tensor_for(piece, layer)
+            root = name  # through reshapes (views of all the bytes) to the storage
+            while self.tensors[root].view_of is not None and self.tensors[root].view_offset == 0:
+                root = self.tensors[root].view_of
+            tensor = self.tensors[root]
+            if tensor.view_of is not None or tensor.role is not TensorRole.INTERMEDIATE \
+                    or tensor.nbytes != self.tensors[name].nbytes:
+                raise PlanError(f"{self.model.path.name}: {_layer_label(layer)} joins a piece that is no storage "
+                                "of its own in place")
+            self.tensors[root] = dataclasses.replace(tensor, view_of=join, view_offset=offset)
+            offset += tensor.nbytes
+        if offset != self.tensors[join].nbytes:
+            raise PlanError(f"{self.model.path.name}: {_layer_label(layer)} joins pieces of {offset} bytes into "
+                            f"{self.tensors[join].nbytes}")
+        return join
+
     def add_var(self, var: relax.Var, role: TensorRole, layer: str, view_of: str | None = None,
                 view_offset: int = 0) -> str:
         ty = var.ty
@@ -379,6 +404,8 @@ def extract_plan(
             source = builder.tensor_for(value.args[0], layer)
             offset = int(value.args[3].value) if value.op.same_as(_VIEW) else 0  # bytes into `source`
             builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source, view_offset=offset)
+        elif isinstance(value, relax.Call) and value.op.same_as(_JOIN):
+            builder.add_join(binding.var, list(value.args[0].fields), layer)
         elif isinstance(value, relax.Var):
             builder.name_of[binding.var] = builder.tensor_for(value, layer)
         elif isinstance(value, relax.TupleGetItem) and value.tuple_value in builder.results:

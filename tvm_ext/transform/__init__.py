@@ -5,6 +5,7 @@ from tvm_ext.transform.dequantize_weights_in_kernels import DequantizeWeightsInK
 from tvm_ext.transform.drop_empty_concat_pieces import DropEmptyConcatPieces
 from tvm_ext.transform.fold_lookups import FoldLookupsIntoHelpers
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
+from tvm_ext.transform.joins_in_place import JoinsInPlace
 from tvm_ext.transform.index_guards import GuardIndexOperands, IndexOutOfRangeError, ResolveIndexGuards
 from tvm_ext.transform.layout_per_subgraph import ConvertLayoutPerSubgraph
 from tvm_ext.transform.lower_quantized_to_integer import LowerQuantizedToInteger, UnsupportedOperatorError
@@ -23,6 +24,7 @@ __all__ = [
     "FuseOpsKeepingLayers",
     "GuardIndexOperands",
     "IndexOutOfRangeError",
+    "JoinsInPlace",
     "LowerQuantizedToInteger",
     "OversizedTensorError",
     "PartitionSubgraphs",

@@ -30,7 +30,7 @@ from tvm_ext.tir.tir_walk import map_leaves
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 
 
-def _row_major(indices, shape) -> tirx.PrimExpr:
+def row_major(indices, shape) -> tirx.PrimExpr:
     """The row-major element index of `indices` in a buffer of `shape`."""
     flat = tirx.const(0, "int64")
     for index, extent in zip(indices, shape):
@@ -38,7 +38,7 @@ def _row_major(indices, shape) -> tirx.PrimExpr:
     return flat
 
 
-def _plain(buffer: tirx.Buffer) -> bool:
+def plain_buffer(buffer: tirx.Buffer) -> bool:
     """Whether `buffer` is a dense row-major tensor of constant shape starting at its data pointer."""
     offset = buffer.elem_offset
     return (all(isinstance(d, (int, prim.IntImm)) for d in buffer.shape) and not list(buffer.strides or [])
@@ -78,7 +78,7 @@ def contiguous_copy_offset(func: tirx.PrimFunc) -> Optional[int]:
     if len(func.params) != 2 or not all(isinstance(p, tirx.Buffer) for p in func.params):
         return None
     source, target = func.params
-    if source.dtype != target.dtype or not (_plain(source) and _plain(target)):
+    if source.dtype != target.dtype or not (plain_buffer(source) and plain_buffer(target)):
         return None
     nest = _copy_nest(func)
     if nest is None:
@@ -96,10 +96,10 @@ def contiguous_copy_offset(func: tirx.PrimFunc) -> Optional[int]:
     analyzer = Analyzer()
     for loop in loops:
         analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
-    written = _row_major(substituted.indices, target.shape)
-    read = _row_major(substituted.value.indices, source.shape)
+    written = row_major(substituted.indices, target.shape)
+    read = row_major(substituted.value.indices, source.shape)
     # Each loop iteration writes the next output element (so each once), and reads `offset` elements further on.
-    in_order = analyzer.simplify(written - _row_major([loop.loop_var for loop in loops], [l.extent for l in loops]))
+    in_order = analyzer.simplify(written - row_major([loop.loop_var for loop in loops], [l.extent for l in loops]))
     offset = analyzer.simplify(read - written)
     if not (isinstance(in_order, prim.IntImm) and int(in_order) == 0 and isinstance(offset, prim.IntImm)):
         return None
@@ -107,7 +107,7 @@ def contiguous_copy_offset(func: tirx.PrimFunc) -> Optional[int]:
     return int(offset) if 0 <= int(offset) and int(offset) + target_elements <= source_elements else None
 
 
-def _returned_vars(main: relax.Function) -> set:
+def returned_vars(main: relax.Function) -> set:
     """The vars main returns (its result, or the fields of its result tuple, bound or not)."""
     return set(relax.analysis.free_vars(main.body.body)) | {
         var for block in main.body.blocks for b in block.bindings if b.var.same_as(main.body.body)
@@ -141,7 +141,7 @@ class ContiguousCopiesAsViews:
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         main = mod["main"]
-        returned = _returned_vars(main)
+        returned = returned_vars(main)
         blocks, replaced = [], set()
         for block in main.body.blocks:
             bindings = []
