@@ -27,7 +27,10 @@ of `strip_pixels` output pixels' windows (whole rows where they fit BAND_BYTES; 
 the row's end, overlapping the one before it), so that any channel count whose one pixel's window columns fit
 takes them. Cortex-m4f, a 3x3 layer over 25x5x30 (ds_cnn_w30_49x10_int8's): 379,404 -> 159,463 instructions (11.2
 -> 4.7 per MAC; 28 channels through the DSP depthwise schedules: 4.1); over 12x12x42 (three strips a row) 4.9 per MAC
-(44 channels: 3.8).
+(44 channels: 3.8). An even channel count's weights come widened to int16 (the int8 lowering's, as for whole tiles:
+`tvm_ext.transform.int8.conv`), which the pixel tiles read as they are (`PIXEL_OPS["int16"]`: a tap's weights one
+LDRD, where int8 ones took a word and two SXTB16; the 25x5x30 layer 159,463 -> 142,840, 4.2 per MAC) and the runs
+narrow back into their int8 phases.
 
 The same sums of the same products and TFLite's double-rounding requantization: bit-exact.
 
@@ -50,18 +53,21 @@ from tvm import te, tirx
 
 from backends.bias_forms import BIAS_TYPES, by_bias
 from backends.cortex_m.helpers import DEPTHWISE_PIXEL_HELPERS
-from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pixel_helper_name
+from backends.cortex_m.helpers.depthwise_mac_c import WEIGHT_TAGS, dsp_depthwise_pixel_helper_name
 from backends.cortex_m.schedules.depthwise_tiles import DEPTHWISE_TILES_ACCESS, DSP_TILES_OPS
 from backends.cortex_m.schedules.window1_conv import _Stage
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero, row_major_indices
 from tvm_ext.tir.helper_calls import register_helper_call
 
-PIXEL_OPS = by_bias("tvm_ext.depthwise_pixel_s8x4")
-"""One pixel's fused tiles of any channel count from four per bias type (``depthwise_pixel.h.in``): the fused
-tile's call (`DSP_TILES_OPS`), the last tile overlapping the one before it."""
-for _bias in BIAS_TYPES:
-    register_helper_call(PIXEL_OPS[_bias], DEPTHWISE_PIXEL_HELPERS,
-                         functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
+PIXEL_OPS = {weights: by_bias(f"tvm_ext.depthwise_pixel_s8x4{WEIGHT_TAGS[weights]}") for weights in WEIGHT_TAGS}
+"""One pixel's fused tiles of any channel count from four per weight type (int8, or int16: widened by the int8
+lowering for an even channel count, `tvm_ext.transform.int8.conv`) and bias type (``depthwise_pixel.h.in``): the
+fused tile's call (`DSP_TILES_OPS`), the last tile overlapping the one before it."""
+for _weights, _ops in PIXEL_OPS.items():
+    for _bias in BIAS_TYPES:
+        register_helper_call(_ops[_bias], DEPTHWISE_PIXEL_HELPERS,
+                             functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias, weights=_weights),
+                             DEPTHWISE_TILES_ACCESS)
 
 BAND_BYTES = 1024
 """The most bytes of the window's rows, padded, the kernel keeps on its stack (the band: whole rows for the runs,
@@ -116,7 +122,8 @@ def _fits(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: 
           multiplier: Optional[te.Tensor], shift: Optional[te.Tensor], zero_point_in_bias: bool) -> bool:
     """Whether the tiles compute this layer's outputs (the module docstring's requantization and operands)."""
     batch, _, _, channels = (int(d) for d in data.shape)
-    return (str(data.dtype) == "int8" and batch == 1 and str(weight.dtype) == "int8"
+    widened = str(weight.dtype) == "int16" and channels % 2 == 0  # the pixel tiles' LDRD: even channels
+    return (str(data.dtype) == "int8" and batch == 1 and (str(weight.dtype) == "int8" or widened)
             and int(weight.shape[2]) == channels and channels % LANES != 0 and channels >= 2
             and bias is not None and str(bias.dtype) in ("int32", "int16") and zero_point_in_bias
             and multiplier is not None and shift is not None and stage.rounding.value == "double"
@@ -152,7 +159,7 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
                              runs=used)
     else:
         return None
-    op = (PIXEL_OPS if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
+    op = (PIXEL_OPS[str(weight.dtype)] if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
     return extern_from_zero((1, out_h, out_w, channels), [data, weight, bias, multiplier, shift],
                             lambda ins, outs: _kernel(geometry, op, input_zero_point, output.zero_point, ins, outs),
                             "depthwise_conv2d_int8_runs")
@@ -287,7 +294,8 @@ def _runs(g: _Geometry, c, loop, call, ins) -> tuple:
         def lane(k: tirx.PrimExpr) -> tirx.Stmt:
             channel, at = tirx.truncmod(p * c(step) + k, c(channels)), p * c(LANES) + k
             tap_weights = loop("t", taps, lambda t: tirx.BufferStore(
-                phase_w, tirx.BufferLoad(weights, [tirx.truncdiv(t, c(g.kw)), tirx.truncmod(t, c(g.kw)), channel]),
+                phase_w, _int8(tirx.BufferLoad(weights, [tirx.truncdiv(t, c(g.kw)), tirx.truncmod(t, c(g.kw)),
+                                                         channel])),
                 [(p * c(taps) + t) * c(LANES) + k]))
             return tirx.SeqStmt([tirx.BufferStore(buffer, tirx.BufferLoad(values, [channel]), [at])
                                  for buffer, values in ((phase_b, biases), (phase_m, multipliers),
@@ -306,3 +314,8 @@ def _runs(g: _Geometry, c, loop, call, ins) -> tuple:
         return loop("t", -(-run // LANES), tile)
 
     return tiles, [phase_w, phase_b, phase_m, phase_s], [loop("p", used, phases)]
+
+
+def _int8(value: tirx.PrimExpr) -> tirx.PrimExpr:
+    """A weight as the runs' int8 phases hold it: widened ones (int16, of int8 values) narrowed back."""
+    return value if str(value.ty.dtype) == "int8" else tirx.Cast("int8", value)

@@ -1,5 +1,7 @@
 """int8 DEPTHWISE_CONV_2D of channels not whole tiles of four on a DSP core as runs of four-element tiles or as pixel
-tiles (backends/cortex_m/schedules/depthwise_runs.py), bit-exact with TFLite Micro.
+tiles (backends/cortex_m/schedules/depthwise_runs.py), bit-exact with TFLite Micro; an even channel count's weights
+widened to int16 by the int8 lowering (the pixel tiles read them so; the runs narrow them back into their phases:
+the 6-channel case).
 
 One model of one layer per case, each with its own input and output. Runs: 2, 3, 5 and 6 channels (their phases
 every one or every other channel), square and even windows, SAME and VALID padding, a row stride of 2, dilation 2,
@@ -98,6 +100,11 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     assert len(re.findall(r"\n\s*int8_t band_ptr\[", kernels)) == len(RUNS) + len(PIXELS), kernels
     pixel_kernels = [body for body in kernels.split("\nvoid ") if "_depthwise_pixel_s8x4" in body]
     assert len(pixel_kernels) == len(PIXELS) and not any("phase_w" in body for body in pixel_kernels), kernels
+    # an even channel count's pixel tiles read the weights the lowering widened (int16: a tap's weights one LDRD),
+    # an odd one's int8 (their taps' weights would not be word-aligned)
+    widened = [body for body in pixel_kernels if "_depthwise_pixel_s8x4w16" in body]
+    assert len(widened) == sum(case.channels % 2 == 0 for case in PIXELS), kernels
+    assert all("const int16_t* weights" in body for body in widened), kernels
     # the strips: each band 8 pixels of 42 channels over 3 rows (6 outputs, or 4 at dilation 2)
     assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 2, kernels
 

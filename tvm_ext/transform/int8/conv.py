@@ -85,12 +85,15 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
 def _widens(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> bool:
     """Whether a DEPTHWISE_CONV_2D (weight (KH, KW, C * M)) takes its weights widened to int16 (the backend's
     ``LoweringContext.widened_depthwise_taps``): int8 data, depth multiplier 1, whole tiles of four channels (the
-    DSP depthwise helpers' four consecutive channels a tap), a window of at most that many taps, and the flash
-    holding the widened weights' extra byte per weight (``LoweringContext.flash_budget``)."""
+    DSP depthwise helpers' four consecutive channels a tap) or, where the backend has its kernel of channels not
+    whole tiles (``LoweringContext.few_channel_depthwise``, whose pixel tiles then read them), an even count of more
+    than four (its last tile overlapping at an even channel: each tap's weights 4-byte aligned), a window of at most
+    that many taps, and the flash holding the widened weights' extra byte per weight
+    (``LoweringContext.flash_budget``)."""
     kh, kw, channels = (int(d) for d in weight.shape)
+    tiles = channels % 4 == 0 or (channels % 2 == 0 and channels > 4 and ctx.few_channel_depthwise is not None)
     return (0 < kh * kw <= ctx.widened_depthwise_taps and str(data.ty.dtype) == "int8"
-            and channels == int(data.ty.shape[3]) and channels % 4 == 0
-            and ctx.flash_budget.grants(conv, int(weight.size)))
+            and channels == int(data.ty.shape[3]) and tiles and ctx.flash_budget.grants(conv, int(weight.size)))
 
 
 def _few_channel(ctx: LoweringContext, data: relax.Expr) -> bool:
