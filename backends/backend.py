@@ -313,6 +313,11 @@ class KernelSchedules:
     """The core's own kernel of an int8 DEPTHWISE_CONV_2D whose channels are not whole tiles of four (operands and
     keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s), which the int8 lowering writes where it gives one (a TE
     tensor; None where it does not fit that layer: the generic kernel then), or None: the generic kernel."""
+    depthwise_pixel_tiles: Optional[Callable[..., bool]] = None
+    """Whether `few_channel_depthwise`, where a layer's operands fit it, takes it with the tiles that read its even
+    channel count's weights widened to int16: (input (H, W, C), window (KH, KW), strides, padding (top, left,
+    bottom, right), dilation, a channel's stored bias bytes) -> bool, the kernel's own choice
+    (`backends.cortex_m.schedules.depthwise_runs.pixel_tiles_take`); None: never (such weights stay int8)."""
     qlinear_conv: Optional[Callable[..., Any]] = None
     """The core's own kernel of onnxruntime's QLinearConv of one NCHW int8 image by int8 weights of zero point 0
     (`backends.cortex_m.schedules.helium_qlinear.helium_qlinear_conv`: x, w, bias, multiplier and its keywords),

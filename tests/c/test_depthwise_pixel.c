@@ -2,7 +2,8 @@
  * templates/depthwise_pixel.h.in after dsp_words.h.in, depthwise_mac.h.in, requantize_small.h.in and
  * depthwise_tiles.h.in, with the prefix lp): lp_depthwise_pixel_s8x4 and _b16 against the plain sums of the window
  * from the bias and the bundle's scalar requantization (lp_requantize_double_small, lp_saturate_int8), nothing
- * read or written outside the contract's buffers. Channels 4 (one tile), 5, 6, 7 (the last tile overlapping the
+ * read or written outside the contract's buffers; lp_depthwise_pixel_s8x4w16 and _b16 the same with the weights
+ * widened to int16 (the int8 lowering's, for an even channel count). Channels 4 (one tile), 5, 6, 7 (the last tile overlapping the
  * first), 30 and 42 (two mod four, the depthwise runs' pixels), 21 and 255 (odd), 8 (whole tiles); 3x3, 5x5 at
  * dilation 2, a 1x10 row and a 2x3 window; the inputs a band of a row (strides of the channels) or of another
  * pitch, the weights the layer's (KH, KW, C); inputs and weights over the whole int8 range and all at the minimum,
@@ -24,6 +25,7 @@
 #define MAX_CHANNELS 256
 
 static int8_t x[X_BYTES], w[W_BYTES], out[MAX_CHANNELS];
+static int16_t w16[W_BYTES]; /* w widened (the int16 helpers' weights) */
 static int32_t bias[MAX_CHANNELS], multiplier[MAX_CHANNELS];
 static int16_t bias16[MAX_CHANNELS];
 static int8_t shift[MAX_CHANNELS];
@@ -36,6 +38,9 @@ static void draw(int all_min)
 {
     fill_s8(x, X_BYTES, &state, all_min);
     fill_s8(w, W_BYTES, &state, all_min);
+    for (int32_t i = 0; i < W_BYTES; ++i) {
+        w16[i] = w[i];
+    }
     draw_depthwise_constants(bias, bias16, multiplier, shift, MAX_CHANNELS, cases, &state);
     zero_point = (int32_t)(next_value(&state) % 256u) - 128;
 }
@@ -55,26 +60,40 @@ static int8_t expected(int32_t c, int narrow, int32_t x_row_stride, int32_t x_co
 }
 
 /* One geometry, both bias types, mixed and extreme values (inlined: the sizes constants where the caller's are),
-   every buffer a guarded copy of exactly what the call reads or writes (the forms' order puts each bias type's
-   copies once at a guard's start and once at a guard's end: guarded_copy alternates per slot). */
+   int8 weights and, for an even channel count (the int16 helpers' domain), int16 ones, every buffer a guarded copy
+   of exactly what the call reads or writes (the forms' order puts each bias type's copies once at a guard's start
+   and once at a guard's end: guarded_copy alternates per slot). */
 static inline __attribute__((always_inline)) void check(int32_t x_row_stride, int32_t x_col_stride,
         int32_t w_row_stride, int32_t w_col_stride, int32_t rows, int32_t cols, int32_t channels)
 {
-    for (int32_t form = 0; form < 4; ++form) {
-        const int narrow = form == 1 || form == 2, all_min = form / 2;
+    const int32_t forms = channels % 2 == 0 ? 8 : 4;
+    for (int32_t form = 0; form < forms; ++form) {
+        const int narrow = form % 4 == 1 || form % 4 == 2, all_min = form % 4 / 2, wide = form / 4;
+        const int32_t w_box = guarded_box(rows, cols, w_row_stride, w_col_stride, channels, 1);
         int32_t returned, wrong;
         draw(all_min);
         int8_t *const g_out = guarded_copy(0, out, channels);
         const int8_t *const g_x = guarded_copy(1, x, guarded_box(rows, cols, x_row_stride, x_col_stride, channels, 1));
-        const int8_t *const g_w = guarded_copy(2, w, guarded_box(rows, cols, w_row_stride, w_col_stride, channels, 1));
+        const void *const g_w = wide ? guarded_copy(2, w16, 2 * w_box) : guarded_copy(2, w, w_box);
         const void *const g_bias = narrow ? guarded_copy(3, bias16, 2 * channels) : guarded_copy(3, bias, 4 * channels);
         const int32_t *const g_multiplier = guarded_copy(4, multiplier, 4 * channels);
         const int8_t *const g_shift = guarded_copy(5, shift, channels);
-        returned = narrow
-            ? lp_depthwise_pixel_s8x4_b16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, x_row_stride,
-                                          x_col_stride, w_row_stride, w_col_stride, rows, cols, channels)
-            : lp_depthwise_pixel_s8x4(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, x_row_stride,
-                                      x_col_stride, w_row_stride, w_col_stride, rows, cols, channels);
+        if (wide) {
+            returned = narrow
+                ? lp_depthwise_pixel_s8x4w16_b16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point,
+                                                 x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols,
+                                                 channels)
+                : lp_depthwise_pixel_s8x4w16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point,
+                                             x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols,
+                                             channels);
+        } else {
+            returned = narrow
+                ? lp_depthwise_pixel_s8x4_b16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point,
+                                              x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols,
+                                              channels)
+                : lp_depthwise_pixel_s8x4(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point, x_row_stride,
+                                          x_col_stride, w_row_stride, w_col_stride, rows, cols, channels);
+        }
         guarded_back(0, out, channels);
         wrong = returned != 0;
         for (int32_t c = 0; c < channels; ++c) {

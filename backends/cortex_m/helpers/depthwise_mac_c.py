@@ -87,10 +87,10 @@ def dsp_depthwise_pad_helper_name(prefix: str, weights: str = "int8") -> str:
     return f"{prefix}_depthwise_pad_s8x4{WEIGHT_TAGS[weights]}"
 
 
-def dsp_depthwise_pixel_helper_name(prefix: str, bias: str) -> str:
-    """The C name of one pixel's fused tiles of any channel count (int8 weights) for biases of type `bias` ("int32"
-    or "int16") in the bundle `prefix`."""
-    return bias_form(f"{prefix}_depthwise_pixel_s8x4", bias)
+def dsp_depthwise_pixel_helper_name(prefix: str, bias: str, weights: str = "int8") -> str:
+    """The C name of one pixel's fused tiles of any channel count over weights of type `weights` ("int8", or
+    "int16": widened at compile time) for biases of type `bias` ("int32" or "int16") in the bundle `prefix`."""
+    return bias_form(f"{prefix}_depthwise_pixel_s8x4{WEIGHT_TAGS[weights]}", bias)
 
 
 def dsp_depthwise_pair_helper_name(prefix: str, bias: str) -> str:

@@ -27,7 +27,12 @@ of `strip_pixels` output pixels' windows (whole rows where they fit BAND_BYTES; 
 the row's end, overlapping the one before it), so that any channel count whose one pixel's window columns fit
 takes them. Cortex-m4f, a 3x3 layer over 25x5x30 (ds_cnn_w30_49x10_int8's): 379,404 -> 159,463 instructions (11.2
 -> 4.7 per MAC; 28 channels through the DSP depthwise schedules: 4.1); over 12x12x42 (three strips a row) 4.9 per MAC
-(44 channels: 3.8).
+(44 channels: 3.8). An even channel count's weights come widened to int16 (the int8 lowering's, as for whole tiles:
+`tvm_ext.transform.int8.conv`), which the pixel tiles read as they are (`PIXEL_OPS["int16"]`: a tap's weights one
+LDRD, where int8 ones took a word and two SXTB16; the 25x5x30 layer 159,463 -> 142,840, 4.2 per MAC) where the
+pixel tiles take the layer (`pixel_tiles_take`, the kernel's own choice, which the lowering asks): the runs and the
+generic kernel read int8 ones (widened, a 6-channel layer of dilation 2 on the runs 22,913 -> 23,252 instructions,
+one stepping two columns on the generic kernel 14,849 -> 15,368).
 
 The same sums of the same products and TFLite's double-rounding requantization: bit-exact.
 
@@ -50,18 +55,21 @@ from tvm import te, tirx
 
 from backends.bias_forms import BIAS_TYPES, by_bias
 from backends.cortex_m.helpers import DEPTHWISE_PIXEL_HELPERS
-from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pixel_helper_name
+from backends.cortex_m.helpers.depthwise_mac_c import WEIGHT_TAGS, dsp_depthwise_pixel_helper_name
 from backends.cortex_m.schedules.depthwise_tiles import DEPTHWISE_TILES_ACCESS, DSP_TILES_OPS
 from backends.cortex_m.schedules.window1_conv import _Stage
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero, row_major_indices
 from tvm_ext.tir.helper_calls import register_helper_call
 
-PIXEL_OPS = by_bias("tvm_ext.depthwise_pixel_s8x4")
-"""One pixel's fused tiles of any channel count from four per bias type (``depthwise_pixel.h.in``): the fused
-tile's call (`DSP_TILES_OPS`), the last tile overlapping the one before it."""
-for _bias in BIAS_TYPES:
-    register_helper_call(PIXEL_OPS[_bias], DEPTHWISE_PIXEL_HELPERS,
-                         functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
+PIXEL_OPS = {weights: by_bias(f"tvm_ext.depthwise_pixel_s8x4{WEIGHT_TAGS[weights]}") for weights in WEIGHT_TAGS}
+"""One pixel's fused tiles of any channel count from four per weight type (int8, or int16: widened by the int8
+lowering for an even channel count, `tvm_ext.transform.int8.conv`) and bias type (``depthwise_pixel.h.in``): the
+fused tile's call (`DSP_TILES_OPS`), the last tile overlapping the one before it."""
+for _weights, _ops in PIXEL_OPS.items():
+    for _bias in BIAS_TYPES:
+        register_helper_call(_ops[_bias], DEPTHWISE_PIXEL_HELPERS,
+                             functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias, weights=_weights),
+                             DEPTHWISE_TILES_ACCESS)
 
 BAND_BYTES = 1024
 """The most bytes of the window's rows, padded, the kernel keeps on its stack (the band: whole rows for the runs,
@@ -116,7 +124,8 @@ def _fits(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: 
           multiplier: Optional[te.Tensor], shift: Optional[te.Tensor], zero_point_in_bias: bool) -> bool:
     """Whether the tiles compute this layer's outputs (the module docstring's requantization and operands)."""
     batch, _, _, channels = (int(d) for d in data.shape)
-    return (str(data.dtype) == "int8" and batch == 1 and str(weight.dtype) == "int8"
+    widened = str(weight.dtype) == "int16" and channels % 2 == 0  # the pixel tiles' LDRD: even channels
+    return (str(data.dtype) == "int8" and batch == 1 and (str(weight.dtype) == "int8" or widened)
             and int(weight.shape[2]) == channels and channels % LANES != 0 and channels >= 2
             and bias is not None and str(bias.dtype) in ("int32", "int16") and zero_point_in_bias
             and multiplier is not None and shift is not None and stage.rounding.value == "double"
@@ -129,12 +138,41 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
                           multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
                           zero_point_in_bias: bool = False) -> Optional[te.Tensor]:
     """An int8 DEPTHWISE_CONV_2D (operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s: weight
-    (KH, KW, C)) as runs of four-element tiles or pixel tiles (module docstring), or None where neither fits."""
-    if not _fits(data, weight, bias, output, multiplier, shift, zero_point_in_bias) or strides[1] != 1:
+    (KH, KW, C); int16 only where the pixel tiles take the layer: `pixel_tiles_take`) as runs of four-element tiles
+    or pixel tiles (module docstring), or None where neither fits."""
+    if not _fits(data, weight, bias, output, multiplier, shift, zero_point_in_bias):
         return None
-    _, in_h, in_w, channels = (int(d) for d in data.shape)
-    kh, kw = (int(d) for d in weight.shape[:2])
+    geometry = _geometry(tuple(int(d) for d in data.shape[1:]), tuple(int(d) for d in weight.shape[:2]), strides,
+                         padding, dilation, 4 if str(bias.dtype) == "int32" else 2)
+    if geometry is None or (geometry.runs and str(weight.dtype) != "int8"):  # widened: pixel tiles only
+        return None
+    op = (PIXEL_OPS[str(weight.dtype)] if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
+    return extern_from_zero((1, geometry.out_h, geometry.out_w, geometry.channels), [data, weight, bias, multiplier, shift],
+                            lambda ins, outs: _kernel(geometry, op, input_zero_point, output.zero_point, ins, outs),
+                            "depthwise_conv2d_int8_runs")
+
+
+def pixel_tiles_take(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+                     dilation: Sequence[int], bias_bytes: int) -> bool:
+    """Whether `few_channel_depthwise` runs a layer of these shapes (input (H, W, C), window (KH, KW), strides,
+    padding (top, left, bottom, right), dilation, `bias_bytes` a channel's bias as stored) as pixel tiles where its
+    operands fit (`_fits`): the one choice of the kernel (`_geometry`), which the int8 lowering reads to widen an even
+    channel count's weights to int16 only where the pixel tiles read them (the generic kernel and the runs read int8
+    ones: `backends.backend.KernelSchedules.depthwise_pixel_tiles`)."""
+    geometry = _geometry(shape, window, strides, padding, dilation, bias_bytes)
+    return geometry is not None and geometry.runs == 0
+
+
+def _geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+              dilation: Sequence[int], bias_bytes: int) -> Optional[_Geometry]:
+    """The kernel's form of a layer whose operands fit (`_fits`; arguments as `pixel_tiles_take`'s): pixel tiles
+    (runs 0) or runs, or None where neither takes it (a window not stepping one column, too few of its taps in the
+    image, a band or phases over the stack's)."""
+    in_h, in_w, channels = (int(d) for d in shape)
+    kh, kw = (int(d) for d in window)
     top, left, bottom, right = (int(p) for p in padding)
+    if int(strides[1]) != 1:
+        return None
     out_h = (in_h + top + bottom - (kh - 1) * dilation[0] - 1) // strides[0] + 1
     out_w = in_w + left + right - (kw - 1) * dilation[1]
     share = inside_share(in_h, kh, strides[0], dilation[0], top, out_h) * inside_share(in_w, kw, 1, dilation[1], left,
@@ -143,19 +181,14 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
         return None
     used = channels // gcd(channels, LANES)  # the phases the runs' tiles start at (module docstring)
     runs_fit = (kh * (in_w + left + right) * channels <= BAND_BYTES
-                and phase_bytes(used, kh * kw, 4 if str(bias.dtype) == "int32" else 2) <= PHASE_BYTES)
+                and phase_bytes(used, kh * kw, bias_bytes) <= PHASE_BYTES)
     strip = strip_pixels(channels, kh, kw, dilation[1], out_w)
     if channels > LANES and strip > 0 and (not runs_fit or pixel_tiles_pay(channels, out_w)):
-        geometry = _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, strip)
-    elif runs_fit:
-        geometry = _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, out_w,
-                             runs=used)
-    else:
-        return None
-    op = (PIXEL_OPS if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
-    return extern_from_zero((1, out_h, out_w, channels), [data, weight, bias, multiplier, shift],
-                            lambda ins, outs: _kernel(geometry, op, input_zero_point, output.zero_point, ins, outs),
-                            "depthwise_conv2d_int8_runs")
+        return _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, strip)
+    if runs_fit:
+        return _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, out_w,
+                         runs=used)
+    return None
 
 
 @dataclass(frozen=True)
@@ -306,3 +339,4 @@ def _runs(g: _Geometry, c, loop, call, ins) -> tuple:
         return loop("t", -(-run // LANES), tile)
 
     return tiles, [phase_w, phase_b, phase_m, phase_s], [loop("p", used, phases)]
+

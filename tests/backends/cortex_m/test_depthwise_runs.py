@@ -1,5 +1,7 @@
 """int8 DEPTHWISE_CONV_2D of channels not whole tiles of four on a DSP core as runs of four-element tiles or as pixel
-tiles (backends/cortex_m/schedules/depthwise_runs.py), bit-exact with TFLite Micro.
+tiles (backends/cortex_m/schedules/depthwise_runs.py), bit-exact with TFLite Micro; an even channel count's weights
+widened to int16 by the int8 lowering where the pixel tiles take the layer (they read them so), int8 where the runs
+(the 6-channel case) or the generic kernel (6 channels stepping two columns, 10 at dilation 3) take it.
 
 One model of one layer per case, each with its own input and output. Runs: 2, 3, 5 and 6 channels (their phases
 every one or every other channel), square and even windows, SAME and VALID padding, a row stride of 2, dilation 2,
@@ -7,7 +9,7 @@ output rows whose elements are whole tiles of four or not (the last tile overlap
 row of exactly one tile. Pixel tiles: 7, 21 and 30 channels (the last tile overlapping), whole rows in the band, and
 42 channels whose band holds a strip of a row (three strips, the last overlapping the one before it; at dilation 2
 too). A layer stepping two columns and one whose dilated window lies mostly outside its image keep the generic
-kernel. The bundle's self-test under QEMU compares every output with TFLite Micro's.
+kernel (of 3 and 6 channels; of 5 and 10). The bundle's self-test under QEMU compares every output with TFLite Micro's.
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ PIXELS = (
     Case(42, (3, 3), (8, 11), dilation=2),  # strips of 4 pixels from 0, 3 and 7
 )
 GENERIC = (Case(3, (3, 3), (9, 9), strides=(2, 2)),  # stepping two columns: the generic kernel
-           Case(5, (3, 3), (6, 6), dilation=3))  # 44% of its taps in the image (INSIDE): the generic kernel
+           Case(6, (3, 3), (9, 9), strides=(2, 2)),  # ... of an even channel count: its weights int8
+           Case(5, (3, 3), (6, 6), dilation=3),  # 44% of its taps in the image (INSIDE): the generic kernel
+           Case(10, (3, 3), (6, 6), dilation=3))  # ... of an even channel count: its weights int8
 
 
 def _model(cases: tuple[Case, ...], seed: int = 0) -> bytes:
@@ -98,6 +102,15 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     assert len(re.findall(r"\n\s*int8_t band_ptr\[", kernels)) == len(RUNS) + len(PIXELS), kernels
     pixel_kernels = [body for body in kernels.split("\nvoid ") if "_depthwise_pixel_s8x4" in body]
     assert len(pixel_kernels) == len(PIXELS) and not any("phase_w" in body for body in pixel_kernels), kernels
+    # an even channel count's pixel tiles read the weights the lowering widened (int16: a tap's weights one LDRD),
+    # an odd one's int8 (their taps' weights would not be word-aligned)
+    widened = [body for body in pixel_kernels if "_depthwise_pixel_s8x4w16" in body]
+    assert len(widened) == sum(case.channels % 2 == 0 for case in PIXELS), kernels
+    assert all("const int16_t* weights" in body for body in widened), kernels
+    # ... and only they: the runs and the generic kernel read int8 weights (widened, they ran slower: the reviewer's
+    # 6 channels stepping two columns 14,849 -> 15,368 instructions, 10 at dilation 3 21,197 -> 26,290)
+    assert kernels.count("const int16_t* weights") == len(widened), kernels
+    assert kernels.count("const int8_t* weights") == len(RUNS) + len(PIXELS) + len(GENERIC) - len(widened), kernels
     # the strips: each band 8 pixels of 42 channels over 3 rows (6 outputs, or 4 at dilation 2)
     assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 2, kernels
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from dataclasses import replace
 from typing import Optional, Union
 
 import numpy as np
@@ -17,7 +18,7 @@ from .data_movement import recorded_operator
 from .graph import Graph
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import Conv2DGeometry, MacKernel, MacPattern, padded_channels
-from .patterns import Int8Weight, ends_float_operator, float_operator_mismatch
+from .patterns import Int8Weight, bias_constant, ends_float_operator, float_operator_mismatch
 
 _PATTERN = MacPattern("relax.nn.conv2d")
 _OPERATORS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
@@ -67,7 +68,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
-    widened = kernel is depthwise_conv2d_int8 and _widens(ctx, weight, data.tensor, conv)
+    depthwise = kernel is depthwise_conv2d_int8
     if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None and int(weight.shape[2]) % 4 \
             and str(data.tensor.ty.dtype) == "int8" and ctx.graph.constant(data.tensor) is None:
         # the backend's kernel of a depthwise layer of channels not whole tiles of four, where it fits (else the
@@ -75,22 +76,39 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         # (each output sums its window's taps)
         kernel = first_fitting(ctx.few_channel_depthwise, depthwise_conv2d_int8)
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:2]))
-    return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
-                     shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
-                     weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
-                     paired_weights=paired, weight_length=length, padded_units=padded, macs=macs,
-                     widened_weights=widened)
+    mac = MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
+                    shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
+                    weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
+                    paired_weights=paired, weight_length=length, padded_units=padded, macs=macs)
+    return replace(mac, widened_weights=True) if depthwise and _widens(ctx, mac, data.tensor, conv) else mac
 
 
-def _widens(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> bool:
-    """Whether a DEPTHWISE_CONV_2D (weight (KH, KW, C * M)) takes its weights widened to int16 (the backend's
-    ``LoweringContext.widened_depthwise_taps``): int8 data, depth multiplier 1, whole tiles of four channels (the
-    DSP depthwise helpers' four consecutive channels a tap), a window of at most that many taps, and the flash
-    holding the widened weights' extra byte per weight (``LoweringContext.flash_budget``)."""
-    kh, kw, channels = (int(d) for d in weight.shape)
+def _widens(ctx: LoweringContext, mac: MacKernel, data: relax.Expr, conv: relax.Call) -> bool:
+    """Whether a DEPTHWISE_CONV_2D (``mac``, weight (KH, KW, C * M)) takes its weights widened to int16 (the
+    backend's ``LoweringContext.widened_depthwise_taps``): int8 data, depth multiplier 1, a window of at most that
+    many taps, the flash holding the widened weights' extra byte per weight (``LoweringContext.flash_budget``), and
+    a kernel reading them as int16: whole tiles of four channels (the DSP depthwise helpers' four consecutive
+    channels a tap) or an even count of more than four which the backend's kernel of channels not whole tiles takes
+    with its pixel tiles (``_pixel_tiles``: its last tile overlapping at an even channel, each tap's weights 4-byte
+    aligned; the generic kernel and the runs read int8 ones)."""
+    kh, kw, channels = (int(d) for d in mac.weight.shape)
+    tiles = channels % 4 == 0 or (channels % 2 == 0 and channels > 4 and _pixel_tiles(ctx, mac, data, conv))
     return (0 < kh * kw <= ctx.widened_depthwise_taps and str(data.ty.dtype) == "int8"
-            and channels == int(data.ty.shape[3]) and channels % 4 == 0
-            and ctx.flash_budget.grants(conv, int(weight.size)))
+            and channels == int(data.ty.shape[3]) and tiles and ctx.flash_budget.grants(conv, int(mac.weight.size)))
+
+
+def _pixel_tiles(ctx: LoweringContext, mac: MacKernel, data: relax.Expr, conv: relax.Call) -> bool:
+    """Whether the backend's kernel of a depthwise layer of channels not whole tiles of four
+    (``LoweringContext.few_channel_depthwise``) takes ``mac`` with its pixel tiles, by the kernel's own choice of
+    the layer's shapes (``LoweringContext.depthwise_pixel_tiles``) and its bias as stored (the zero point folded in:
+    ``MacKernel.folded_bias``, which the kernel needs)."""
+    folded = mac.folded_bias()
+    if ctx.few_channel_depthwise is None or ctx.depthwise_pixel_tiles is None or folded is None \
+            or mac.geometry is None:
+        return False
+    g = mac.geometry
+    return ctx.depthwise_pixel_tiles(tuple(int(d) for d in list(data.ty.shape)[1:]), tuple(mac.weight.shape[:2]),
+                                     g.strides, g.padding, g.dilation, bias_constant(folded).value.numpy().itemsize)
 
 
 def _few_channel(ctx: LoweringContext, data: relax.Expr) -> bool:

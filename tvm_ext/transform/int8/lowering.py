@@ -116,6 +116,9 @@ class LoweringContext:
     few_channel_depthwise: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an int8 DEPTHWISE_CONV_2D whose channels are not whole tiles of four
     (``backends.backend.KernelSchedules.few_channel_depthwise``; None: none)."""
+    depthwise_pixel_tiles: Optional[Callable[..., bool]] = None
+    """Whether ``few_channel_depthwise`` takes a layer of these shapes with the tiles that read int16 weights
+    (``backends.backend.KernelSchedules.depthwise_pixel_tiles``; None: never)."""
     dense_unit_tile: int = 0
     """The channel tile int8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero weight
     rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""

@@ -121,8 +121,7 @@ class MacKernel:
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
         # dual MAC (backends.cortex_m.schedules.dual_mac) multiplies raw int8 values only.
-        folded = None if bias_values is None or not self.folds_zero_point else fold_zero_point_into_bias(
-            _at_least_int32(bias_values), self.weight, self.input_zero_point, self.channel_axis)
+        folded = self.folded_bias()
         bias = self.bias if folded is None else bias_constant(folded)
         if form is Multipliers16x8.HIGH_MUL and bias is not None:  # within int32 (_prepare_16x8)
             bias = bias_constant(bias.value.numpy().astype(np.int32))
@@ -162,6 +161,15 @@ class MacKernel:
                           {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout, **units,
                            **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})},
                           func_attrs=func_attrs)
+
+    def folded_bias(self) -> Optional[np.ndarray]:
+        """The bias (at least int32) with the input zero point folded in, as `kernel_call` gives the kernel (before
+        `bias_constant` narrows its storage), or None where the kernel does not fold it (no bias, not
+        ``folds_zero_point``, or a folded value beyond the bias's type)."""
+        if self.bias is None or not self.folds_zero_point:
+            return None
+        return fold_zero_point_into_bias(_at_least_int32(self.bias.value.numpy().reshape(-1)), self.weight,
+                                         self.input_zero_point, self.channel_axis)
 
     def _accumulator_reach(self) -> Optional[np.ndarray]:
         """The largest |accumulator| of each output channel before its bias (int64): int8 or int16 data (16x8,
