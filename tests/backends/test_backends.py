@@ -28,10 +28,13 @@ def test_no_isa_test_outside_the_backends() -> None:
     assert not found, "\n".join(found)
 
 
-FAMILY_IMPORT = re.compile(r"^\s*(from\s+backends(\.(?!backend\b|schedules\b)\w+|\s+import\s+(?!backend_of\b|BACKENDS\b)\w+)"
-                           r"|import\s+backends\.(?!backend\b|schedules\b)\w+)")
+SEAM_MODULES = r"(?!backend\b|schedules\b|code_price\b)"
+"""The modules of package `backends` that are the seam, not a family: the Backend record, the schedules' lookup and
+the one price of code (`backends.code_price`) every family's choices and the compiler's share."""
+FAMILY_IMPORT = re.compile(rf"^\s*(from\s+backends(\.{SEAM_MODULES}\w+|\s+import\s+(?!backend_of\b|BACKENDS\b)\w+)"
+                           rf"|import\s+backends\.{SEAM_MODULES}\w+)")
 """An import of one family's backend (`backends.cortex_m`, `backends.riscv`, ...) rather than of the seam
-(`backends.backend`, `backends.schedules`, `backends.backend_of`)."""
+(`backends.backend`, `backends.schedules`, `backends.code_price`, `backends.backend_of`)."""
 
 SEAM_USERS = ("packager", "tvm_ext")
 """The code that reaches a family's support files, build and runner only through the seam's objects."""
@@ -55,7 +58,8 @@ def test_a_family_import_is_recognised(line: str) -> None:
 
 
 @pytest.mark.parametrize("line", ["from backends.backend import EmulatedRunner", "from backends import backend_of",
-                                  "from backends.schedules import kernel_schedules_of"])
+                                  "from backends.schedules import kernel_schedules_of",
+                                  "from backends.code_price import INSTRUCTIONS_PER_BYTE"])
 def test_a_seam_import_is_not_a_family_import(line: str) -> None:
     assert not FAMILY_IMPORT.search(line)
 

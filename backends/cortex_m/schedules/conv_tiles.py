@@ -73,7 +73,7 @@ from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOG
                                                               requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.helper_calls import register_helper_call
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from tvm_ext.tir.tir_walk import children, map_leaves, with_root_loops_replaced
 
 TILE = 4

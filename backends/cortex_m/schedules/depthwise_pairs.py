@@ -58,7 +58,7 @@ from tvm.sym import Analyzer
 from backends.bias_forms import BIAS_TYPES, by_bias
 from backends.cortex_m.helpers import DEPTHWISE_PAIR_HELPERS
 from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pair_helper_name
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import _region, call_of, flat_offset, pointee
 from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES_W16_OPS, FUSED_ARGS
 from backends.cortex_m.schedules.dual_mac import _whole

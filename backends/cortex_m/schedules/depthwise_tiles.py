@@ -80,7 +80,7 @@ from tvm.ir import TensorLoad
 from backends.bias_forms import BIAS_TYPES, bias_form, by_bias
 from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_name, dsp_depthwise_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset,
                                                    op_executions, pointee, tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import (DEPTHWISE_BOX_W16_OP, DEPTHWISE_MAC_OP, DEPTHWISE_MAC_W16_OP,

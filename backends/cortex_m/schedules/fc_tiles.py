@@ -47,7 +47,7 @@ from tvm import s_tir, tirx
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, fc_tiles_helper_name, fc_tiles_wide_helper_name
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, conv_tiles_call
 from backends.cortex_m.schedules.dual_mac import register_mac_helper
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access, fc_rows_call

@@ -53,7 +53,7 @@ from tvm import s_tir, tirx
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers import QUAD_TILES_HELPERS
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_PIXELS, quad_scratch_words, quad_tiles_helper_name
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import LoopOffsets, call_of, executions, pointee
 from backends.cortex_m.schedules.pair_tiles import PAIR_TILES_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess

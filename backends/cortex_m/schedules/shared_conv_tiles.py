@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from tvm import tirx
 
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import (_ROW_LEN, _ROWS, _X_ROW_STRIDE, CONV_TILES_OPS,
                                                     SHARED_CONV_TILES_OPS, TILE, op_executions)
 

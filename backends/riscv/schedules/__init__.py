@@ -28,7 +28,7 @@ from tvm import tirx
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls

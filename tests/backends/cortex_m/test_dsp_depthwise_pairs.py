@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.depthwise_pairs import PAIR_COST, fits, pair_form
 
 

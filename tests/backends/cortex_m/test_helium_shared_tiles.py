@@ -23,7 +23,7 @@ import re
 import numpy as np
 import pytest
 
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.depthwise_tiles import HELIUM_COPY_COSTS, KernelUse, shared_tiles
 
 

@@ -20,7 +20,7 @@ import re
 import numpy as np
 import pytest
 
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.quad_tiles import (QUAD_FIRST_LOOP_BYTES, QUAD_FURTHER_LOOP_BYTES, QuadUse,
                                                      quad_code_budget, quad_kernels, quad_saved_instructions)
 

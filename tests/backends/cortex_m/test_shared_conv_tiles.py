@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from tvm.script import tirx as T
 
-from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_OPS, SHARED_CONV_TILES_OPS
 from backends.cortex_m.schedules.shared_conv_tiles import (COPY_BYTES, INLINED_BYTES, ConvTilesUse, conv_tiles_uses,
                                                            shared_conv_tiles)
