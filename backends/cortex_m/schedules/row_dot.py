@@ -23,7 +23,6 @@ from backends.cortex_m.helpers.row_dot_c import (ROW_DOT1_HELPERS, ROW_DOT1_TAGS
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, channel_tile, helper_call_block, mac_reduction,
                                                 register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.kernels.extern_mac import LANE_GROUP
 from tvm_ext.tir.helper_calls import register_helper_call
 
 ROW_DOT_OP = "tvm_ext.row_dot_s8x4"
@@ -45,6 +44,9 @@ ROW_DOT_LANES_OP = "tvm_ext.row_dot_s8_pairs"
 """The one-row dot product of int8 inputs and int16 weights in SXTB16's lane order, the call and accesses of
 ROW_DOT1_ACCESS (row_len a multiple of LANE_GROUP)."""
 register_helper_call(ROW_DOT_LANES_OP, ROW_DOT1_HELPERS, row_dot_lanes_helper_name, ROW_DOT1_ACCESS)
+LANE_GROUP = 4
+"""Inputs per group of SXTB16's lane order (``tvm_ext.kernels.extern_mac.LANE_GROUP``, not imported: that would close
+an import cycle between the packages; tests/backends/cortex_m/test_extern_helpers.py checks they agree)."""
 LANE_STEPS = {"data": [LANE_GROUP, 1, 2], "weight": [LANE_GROUP, 2, 1]}
 """The index steps of the lane-order row's loops (groups, then a < 2, then b < 2; ``accumulate_row`` with lanes):
 input 4g + a + 2b meets weight 4g + 2a + b."""

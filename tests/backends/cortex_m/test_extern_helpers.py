@@ -17,9 +17,10 @@ from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
 from backends.cortex_m.schedules.extern_helpers import (COPY_OP, STATE_SHIFT_OP, TRANSPOSE_OP,  # noqa: E402
                                                        _transpose_call, extern_helper_calls)
 from tvm_ext.kernels import Rounding  # noqa: E402
-from tvm_ext.kernels.extern_mac import INTERLEAVED_TILE  # noqa: E402
+from tvm_ext.kernels.extern_mac import INTERLEAVED_TILE, LANE_GROUP  # noqa: E402
 from tvm_ext.kernels.lstm import GATE_TILE  # noqa: E402
 from tvm_ext.kernels.svdf import FEATURE_TILE, svdf_output, svdf_output_rows, svdf_state_update  # noqa: E402
+from backends.cortex_m.schedules.row_dot import LANE_GROUP as MATCHER_LANE_GROUP  # noqa: E402
 from backends.cortex_m.schedules.row_dot import ROW_DOT1_OPS, ROW_DOT_LANES_OP, ROW_DOT_OP  # noqa: E402
 from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
 from tvm_ext.tir.tir_walk import walk  # noqa: E402
@@ -120,6 +121,12 @@ def test_interleaved_layout_tiles_agree_with_the_helpers_4x4_layout():
     # (INTERLEAVED_GROUP inputs of DUAL_MAC_CHANNELS channels): a mismatch would leave the interleaved products
     # unrecognized (the C loop instead of the helper) rather than fail
     assert GATE_TILE == FEATURE_TILE == INTERLEAVED_TILE == INTERLEAVED_GROUP == DUAL_MAC_CHANNELS == 4
+
+
+def test_the_lane_order_rows_group_agrees_with_the_row_matcher():
+    # the SVDF's time weights in SXTB16's lane order (extern_mac.lane_order) and the matcher's loop steps
+    # (row_dot.LANE_STEPS): a mismatch would leave the lane-order rows unrecognized (the C loop) rather than fail
+    assert MATCHER_LANE_GROUP == LANE_GROUP == 4
 
 
 def _copy_nest(dst: tirx.Buffer, src: tirx.Buffer, src_index) -> tirx.For:
