@@ -120,6 +120,6 @@ def test_a_module_lowered_with_a_backends_helper_calls_is_refused_before_any_wor
 
     mod = import_model(shared_models / "tflm" / "hello_world_int8.tflite").mod
     lowered = tvm_ext.pipeline("cortex-m4f")(mod)
-    with pytest.raises(tvm_ext.CompileError, match=r"call the backend's C helpers \(tvm_ext\.dual_mac"):
+    with pytest.raises(tvm_ext.CompileError, match=r"call the backend's C helpers \(tvm_ext\.\w+"):
         tvm_ext.compile(lowered, target="cortex-m4f", out=tmp_path / "out", name="hello")
     assert not (tmp_path / "out").exists()
