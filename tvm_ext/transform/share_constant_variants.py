@@ -26,9 +26,9 @@ import tvm
 import tvm_ffi
 from tvm import relax, s_tir, tirx
 
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from packager.fixed_point_c import REQUANTIZE_OPS
 from tvm_ext.layers import OPERAND_ROLES_ATTR
-from backends.code_price import INSTRUCTIONS_PER_BYTE
 from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
 INT32_MIN = -(2**31)
