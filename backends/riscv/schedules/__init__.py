@@ -17,7 +17,8 @@ pair's loop over its channel tiles as one call of the shared out-of-line pair he
 `RISCV_PAIR_TILES`), and a lone or border pixel's as one call of its one-pixel form
 (`<prefix>_conv_tiles_s8x8`: `backends.cortex_m.schedules.conv_tiles`, `RISCV_CONV_TILES`). A kernel of exactly
 eight output channels is tiled too.
-Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
+In a TE extern stage (an LSTM's gates, the SVDF state update) only the four-channel window MAC's loop nests become
+its calls (`mac.extern_mac_calls`); its other loops stay scalar.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_DEPTHWISE_TILES,
-                                          RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement,
-                                          paired_or_int8_reduction)
+                                          RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES,
+                                          extern_mac_calls, mac_replacement, paired_or_int8_reduction)
 from target.profile import Profile
 
 
@@ -90,7 +91,9 @@ class RiscvMacSchedules:
 
     @staticmethod
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        return func
+        """An extern stage's four-channel int8 MAC loop nests as calls of `<prefix>_mac_s8x4`
+        (`mac.extern_mac_calls`)."""
+        return extern_mac_calls(func)
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
