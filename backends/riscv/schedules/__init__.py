@@ -42,7 +42,7 @@ from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_DEPTHWISE_TILES,
                                           RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES,
-                                          extern_mac_calls, mac_replacement, paired_or_int8_reduction)
+                                          RISCV_PAIR_TILES_ODD, extern_mac_calls, mac_replacement, paired_or_int8_reduction)
 from target.profile import Profile
 
 
@@ -113,8 +113,8 @@ class RiscvMacSchedules:
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
         epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
                                               helper=RISCV_DOUBLE_EPILOGUE)
-        tiles = conv_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES),
-                                 RISCV_CONV_TILES4)
+        pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
+        tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
         return fc_rows_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES), RISCV_FC_ROWS)
 
     @staticmethod

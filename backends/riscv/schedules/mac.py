@@ -245,19 +245,32 @@ for _bias, _op in PAIR_TILES_OPS.items():
 for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
     register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True),
                          PAIR_TILES_ACCESS)
+PAIR_TILES_ODD_OPS = by_bias("tvm_ext.riscv_pair_tiles_odd_s8x8")
+"""The fused pixel pairs' form for windows of rows of any length per bias type (`<prefix>_pair_tiles_odd_s8x8`,
+`_b16`: PAIR_TILES_ACCESS)."""
+PAIR_TILES_DOUBLE_ODD_OPS = by_bias("tvm_ext.riscv_pair_tiles_double_odd_s8x8")
+"""The same of the double rounding of any sum and shift (`<prefix>_pair_tiles_double_odd_s8x8`, `_b16`)."""
+for _bias, _op in PAIR_TILES_ODD_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias, odd=True),
+                         PAIR_TILES_ACCESS)
+for _bias, _op in PAIR_TILES_DOUBLE_ODD_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS,
+                         functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True, odd=True),
+                         PAIR_TILES_ACCESS)
 
 
-def _paired_window(call) -> Optional[PairWindow]:
+def _paired_window(call, odd: bool = False) -> Optional[PairWindow]:
     """The window of a two-pixel paired MAC call (`<prefix>_mac_s8x2x8_pairs`: acc_a, acc_b, x, w, row_len,
     x_pixel_stride; `_rows`: acc_a, acc_b, x, w, x_row_stride, rows, row_len, x_pixel_stride) of constant sizes
-    and rows of even length (the fused helper's loop has no odd last input's step: ~180 bytes of every bundle with
-    fused pairs, none of whose windows in the shared models has odd rows; such a window keeps its pairs' calls),
-    its tile's words one window's (PAIR_WORDS per input), else None."""
+    and rows of even length, or with ``odd`` of odd length (the fused helper's even form has no odd last input's
+    step: ~180 bytes of every bundle with fused pairs, none of whose windows in the shared models has odd rows; the
+    odd form's copy is only in the bundles that call it), its tile's words one window's (PAIR_WORDS per input), else
+    None."""
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in call.args[4:]]
     if None in sizes:
         return None
     x_row_stride, rows, row_len, x_pixel_stride = sizes if len(sizes) == 4 else (0, 1, *sizes)
-    if row_len % 2:
+    if row_len % 2 != odd:
         return None
     return PairWindow(*call.args[:4], x_row_stride, rows, row_len, x_pixel_stride, PAIR_WORDS * rows * row_len)
 
@@ -277,6 +290,16 @@ pretrainedResnet_quant 34,174,634 -> 34,233,621, 9,134 -> 8,744 B; vww_96_int8 2
 -> 17,762 B; person_detect 26,361,474 -> 26,903,072, 16,898 -> 13,924 B (its 1x1 layers on 8 and 16 channels
 faster, on 32 to 128 ~4 % slower: the window loop of run-time length against the inlined one of constant length);
 kws_ref_model 9,205,505 -> 9,223,678, 5,730 -> 5,614 B."""
+
+RISCV_PAIR_TILES_ODD = PairTileHelpers(
+    RISCV_PAIR_TILES.mac_ops, functools.partial(_paired_window, odd=True), MAC_CHANNELS, None,
+    {**{REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_ODD_OPS.items()},
+     **{REQUANTIZE_DOUBLE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_DOUBLE_ODD_OPS.items()}}, None,
+    RISCV_PAIR_TILES.window_args)
+"""RISCV_PAIR_TILES for windows of odd rows (1x1 convolutions over odd input channels), through the one more
+out-of-line copy of the `_odd` forms, where each such kernel held its own inlined copy of the two-pixel paired MAC's
+window loops and its tiles' loop (~750 B a kernel): rv32imc densenet_bc_g10_32 (four 1x1 convolutions over 37 and
+47 channels) 14,650 -> 12,426 B of code, 112,060,539 -> 112,205,977 instructions."""
 
 CONV_TILES_OPS = by_bias("tvm_ext.riscv_conv_tiles_s8x8")
 """The fused one-pixel channel tiles helper per bias type (`<prefix>_conv_tiles_s8x8`, `_b16`)."""
