@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 
 from tvm import tirx
+from tvm.ir import TensorLoad
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
@@ -63,6 +64,18 @@ what its code costs at the schedules' one price of code (kws_ref_model's 12-clas
 instructions for 70 more bytes, does not)."""
 
 
+SUM_TILE_SAVED_PER_STEP = 1.75
+"""The instructions per output and reduction step a tile of MAC_CHANNELS channels saves in a reduction without
+products (MEAN, SUM, a pool's sums or maxima): its loads and additions are the same, only the loop's pointer step and
+branch are shared by the tile (2 a step, less one in eight)."""
+SUM_TILE_CODE_BYTES = 350
+"""The code such a tile adds to its kernel (rv32imc vit5h_d40_24's MEAN over 36 rows of 40 channels, steps of four
+rows: 488 B tiled, ~130 B for each of its scalar MEANs)."""
+SUM_TILE_MIN_STEPS = SUM_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / SUM_TILE_SAVED_PER_STEP
+"""The fewest executions of such a reduction's block (outputs times steps) at which it is tiled: where the steps saved
+pay the tile's code at the schedules' one price of code."""
+
+
 class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each."""
 
@@ -88,6 +101,17 @@ class RiscvMacSchedules:
     pair_tests = staticmethod(pair_tests)
     has_short_rows = staticmethod(has_short_rows)
     windowed_border = staticmethod(functools.partial(windowed_border, replacement=mac_replacement))
+
+    @staticmethod
+    def keeps_scalar(sch, block, loops: list, first_reduce: int) -> bool:
+        """Whether an integer reduction without products (a MEAN's or SUM's sums, a pool's: no multiply in its
+        block, whose tile would share no load) keeps its scalar loop nest, untiled: where its block's executions are
+        fewer than SUM_TILE_MIN_STEPS (rv32imc vit5h_d40_24's MEAN over 36 rows of 40 channels, 360 executions:
+        5,350 -> 4,413 instructions, the bundle's code 7,736 -> 7,368 B)."""
+        store = sch.get(block).body
+        if not isinstance(store, tirx.BufferStore) or not _loads_combined(store.value):
+            return False
+        return executions(tuple(sch.get(loop) for loop in loops)) < SUM_TILE_MIN_STEPS
 
     @staticmethod
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -127,6 +151,18 @@ class RiscvMacSchedules:
         helper takes four) rather than one."""
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
+
+
+def _loads_combined(value: tirx.PrimExpr) -> bool:
+    """Whether ``value`` only adds, subtracts, takes the maximum or minimum of and casts loads (whatever their
+    indices) and constants: a reduction step without products."""
+    if isinstance(value, (TensorLoad, tirx.IntImm)):
+        return True
+    if isinstance(value, tirx.Cast):
+        return _loads_combined(value.value)
+    if isinstance(value, (tirx.Add, tirx.Sub, tirx.Max, tirx.Min)):
+        return _loads_combined(value.a) and _loads_combined(value.b)
+    return False
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
