@@ -71,13 +71,10 @@ def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
-    """Whether the kernel can take paired weights (`tvm_ext.kernels.dense.pair_weights`): int8 data of any rows
-    (several rows are a 1x1 convolution's pixels: two a call of the two-pixel paired MAC, each pair's tiles one call
-    of RV32's fused pair helper; with the window MAC's two-row calls each kernel held its own inlined copy:
-    rv32imc vit5h_d40_24's five 36x40 -> 40 layers 660 B each, the bundle 10,392 -> 7,736 B of code and 3,481,084
-    -> 3,369,873 instructions for 9,440 B more weights), int8 weights, whole tiles of PAIRED_TILE output
-    channels."""
-    return (str(data.ty.dtype) == "int8" and weight.dtype == np.int8 and weight.ndim == 2
+    """Whether the kernel can take paired weights (`tvm_ext.kernels.dense.pair_weights`): one row of int8 data
+    (the paired MAC's call has one; several rows keep the window MAC's calls of two rows each), int8 weights,
+    whole tiles of PAIRED_TILE output channels."""
+    return (_one_int8_row(data) and weight.dtype == np.int8 and weight.ndim == 2
             and weight.shape[0] % PAIRED_TILE == 0)
 
 

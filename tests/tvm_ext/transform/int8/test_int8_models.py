@@ -161,17 +161,6 @@ def test_weights_are_paired_only_where_twice_the_constants_fit_the_flash(flash_b
     assert _paired_weight_constants(lowered) == paired
 
 
-
-def test_fully_connected_of_many_rows_takes_paired_weights():
-    """vit_tiny_16's six FULLY_CONNECTED layers over its 64 token rows (int8 data of many rows, 48 or 96 units:
-    whole tiles of eight) take paired weights as a CONV_2D does (its patch embedding, paired before too): each pair
-    of rows then runs the two-pixel paired MAC, its tiles one call of the fused pair helper on RV32
-    (`backends.riscv.schedules.mac.RISCV_PAIR_TILES`), not a copy of the int8 two-row MAC inlined in each kernel."""
-    path = models_dir() / "zoo/vit_tiny_16_int8.tflite"
-    pairing = KernelSchedules(output_channel_tile=4, float_channel_tiles=(), mac=None, paired_weights=True)
-    lowered = LowerQuantizedToInteger(model_name=path.name, schedules=pairing)(import_model(path).mod)
-    assert _paired_weight_constants(lowered) == 7
-
 def _widened_depthwise_constants(mod: tvm.IRModule) -> int:
     """How many int16 constants of rank 3 (a DEPTHWISE_CONV_2D's weights widened to int16, (KH, KW, C)) main's
     kernel calls (``call_tir``) read."""
