@@ -43,7 +43,8 @@ from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_DEPTHWISE_TILES,
                                           RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES,
-                                          RISCV_PAIR_TILES_ODD, extern_mac_calls, mac_replacement, paired_or_int8_reduction)
+                                          RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8, extern_mac_calls, int8_pairs_pay,
+                                          mac_replacement, paired_or_int8_reduction)
 from target.profile import Profile
 
 
@@ -123,7 +124,9 @@ class RiscvMacSchedules:
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
         double rounding's as one call of its own (RISCV_DOUBLE_EPILOGUE); each pixel
-        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES), and each lone or
+        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES; its `_odd` form
+        for windows of odd rows, RISCV_PAIR_TILES_ODD; its form of int8 weights as stored, RISCV_PAIR_TILES_W8, where
+        the kernel's MACs pay it: `mac.int8_pairs_pay`), and each lone or
         border pixel's as one call of its one-pixel form (RISCV_CONV_TILES: in every kernel, a 1x1 convolution's
         too; only KxK ones' measured against this, rv32imc code bytes and instructions: kws_ref_model 4,122 ->
         3,972 B, 9,504,829 -> 9,511,768; str_ww_ref_model 2,788 -> 2,650 B, 2,769,259 -> 2,774,894;
@@ -138,6 +141,7 @@ class RiscvMacSchedules:
         epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
                                               helper=RISCV_DOUBLE_EPILOGUE)
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
+        pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
         tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
         return fc_rows_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES), RISCV_FC_ROWS)
 

@@ -46,6 +46,7 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.bias_forms import by_bias
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
@@ -56,8 +57,8 @@ from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _
 from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
-from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
-from backends.cortex_m.schedules.pair_tiles import PairTileHelpers, PairWindow
+from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, op_executions
+from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES_ACCESS, PairTileHelpers, PairWindow
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper)
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, RISCV_HELPERS,
@@ -290,6 +291,63 @@ pretrainedResnet_quant 34,174,634 -> 34,233,621, 9,134 -> 8,744 B; vww_96_int8 2
 -> 17,762 B; person_detect 26,361,474 -> 26,903,072, 16,898 -> 13,924 B (its 1x1 layers on 8 and 16 channels
 faster, on 32 to 128 ~4 % slower: the window loop of run-time length against the inlined one of constant length);
 kws_ref_model 9,205,505 -> 9,223,678, 5,730 -> 5,614 B."""
+
+PAIR_TILES_W8_OPS = by_bias("tvm_ext.riscv_pair_tiles_w8_s8x8")
+"""The fused pixel pairs' form for int8 weights as stored per bias type (`<prefix>_pair_tiles_w8_s8x8`, `_b16`)."""
+# pair_tiles_w8_s8x8(out, x, w, bias, multiplier, shift, zero_point, x_row_stride, rows, row_len, x_pixel_stride,
+# out_pixel_stride, w_channel_stride, channels): Helium's shared pair tiles' call (int8 weights, channel c's window
+# from w + c * w_channel_stride).
+for _bias, _op in PAIR_TILES_W8_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS,
+                         functools.partial(pair_tiles_helper_name, bias=_bias, int8_weights=True),
+                         HELIUM_PAIR_TILES_ACCESS)
+
+
+def _int8_pair_window(call) -> Optional[PairWindow]:
+    """The window of a two-pixel int8 window MAC call (`<prefix>_mac_s8x2x8_row`, `<prefix>_mac_s8x2x8`: acc_a,
+    acc_b, x, w, x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride) of constant sizes, else None."""
+    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in call.args[4:]]
+    if None in sizes:
+        return None
+    x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
+    return PairWindow(*call.args[:4], x_row_stride, rows, row_len, x_pixel_stride, MAC_CHANNELS * w_channel_stride)
+
+
+RISCV_PAIR_TILES_W8 = PairTileHelpers(
+    (MAC_2PX_ROW_OP, MAC_2PX_OP), _int8_pair_window, MAC_CHANNELS, None,
+    {REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_W8_OPS.items()}, None,
+    lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
+                                             out_pixel_stride, window.w_tile_step // MAC_CHANNELS,
+                                             tiles * MAC_CHANNELS])
+"""The RV32 cores' fused pixel pairs over int8 weights as stored (the pairs whose weights are not paired: a
+FULLY_CONNECTED over several rows): the two-pixel int8 window MAC's calls over eight channels a tile and each pixel's
+"double_small" epilogue call as one call of the out-of-line `<prefix>_pair_tiles_w8_s8x8`, where each kernel held an
+inlined copy of that MAC with its constant strides and the tiles' loop; only in a kernel whose MACs pay it
+(`int8_pairs_pay`). rv32imc vit5h_d40_24 (four of its five 36x40 -> 40 layers): code 10,392 -> 8,252 B with the
+MEAN's scalar loops (`backends.riscv.schedules.SUM_TILE_MIN_STEPS`), 3,481,084 -> 3,482,867 instructions, weights
+unchanged."""
+
+W8_EXTRA_PER_MAC = 0.8
+"""The instructions a MAC of the fused int8 pairs adds to the inlined MAC's where the helper's strides are in
+registers, not immediates (rv32imc vit5h_d40_24's 36x40 -> 40 FULLY_CONNECTED layers, 57,600 MACs, through a copy
+gcc did not specialize: 202,963 -> 247,576 instructions, 3.5 -> 4.3 a MAC; where every call passes the same sizes gcc
+folds them into the copy, 202,963 -> 203,643)."""
+W8_SAVED_BYTES = 560
+"""The code a kernel's fused int8 pairs save (the same layers: 660 -> ~90 B each, the helper's one copy apart)."""
+
+
+def int8_pairs_pay(func: tirx.PrimFunc) -> bool:
+    """Whether ``func``'s two-pixel int8 window MAC calls (`<prefix>_mac_s8x2x8_row`, `_mac_s8x2x8`) run few enough
+    MACs per call of the kernel that their fused pairs' extra instructions (W8_EXTRA_PER_MAC) cost less than the code
+    they save (W8_SAVED_BYTES) at the one price of code: vit5h_d40_24's 36x40 -> 40 layers (57,600 MACs) yes, its
+    36x76 -> 40 one (109,440) no."""
+    macs = 0
+    for call, times in op_executions(func.body, {MAC_2PX_ROW_OP, MAC_2PX_OP}):
+        window = _int8_pair_window(call)
+        if window is None:
+            return False
+        macs += times * MAC_PIXELS * MAC_CHANNELS * window.rows * window.row_len
+    return 0 < macs * W8_EXTRA_PER_MAC < W8_SAVED_BYTES * INSTRUCTIONS_PER_BYTE
 
 RISCV_PAIR_TILES_ODD = PairTileHelpers(
     RISCV_PAIR_TILES.mac_ops, functools.partial(_paired_window, odd=True), MAC_CHANNELS, None,
