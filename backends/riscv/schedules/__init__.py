@@ -110,7 +110,8 @@ class RiscvMacSchedules:
         fewer than SUM_TILE_MIN_STEPS (rv32imc vit5h_d40_24's MEAN over 36 rows of 40 channels, 360 executions:
         5,350 -> 4,413 instructions, the bundle's code 7,736 -> 7,368 B)."""
         store = sch.get(block).body
-        if not isinstance(store, tirx.BufferStore) or not _loads_combined(store.value):
+        if not isinstance(store, tirx.BufferStore) or not str(store.buffer.dtype).startswith("int") \
+                or not _loads_combined(store.value):
             return False
         return executions(tuple(sch.get(loop) for loop in loops)) < SUM_TILE_MIN_STEPS
 
