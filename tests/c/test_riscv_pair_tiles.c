@@ -7,7 +7,7 @@
  * (per tile of eight channels, window input j's word 4j + q = w[2q][j] + 65536 * w[2q + 1][j], tiles w_tile_stride
  * words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of two inputs and
  * the odd last one, the even forms' pairs' lengths even only, the _odd forms' (lp_pair_tiles_odd_s8x8,
- * lp_pair_tiles_double_odd_s8x8, _b16 each) every odd one and every third case's even ones, the int8 weights'
+ * lp_pair_tiles_double_odd_s8x8, _b16 each) every odd one, the int8 weights'
  * forms (lp_pair_tiles_w8_s8x8, _b16: the weights as stored, WINDOW_MAX apart) every one; row strides at and above the row length; pixels apart or
  * overlapping; inputs at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3
  * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier, INT32_MIN among them,
@@ -66,9 +66,8 @@ int main(void)
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
                 out[j] = PAIR_UNTOUCHED;
             }
-            /* the pairs' even forms take rows of even length (the contract), the _odd forms any: every odd row
-               and every third case's even ones */
-            const int odd = pixels == 2 && !int8_weights && (wc.row_len % 2 != 0 || i % 3 == 0);
+            /* the pairs' even forms take rows of even length (the contract), the _odd forms any: every odd row */
+            const int odd = pixels == 2 && !int8_weights && wc.row_len % 2 != 0;
             /* every buffer exactly what the call reads and writes, against no-access memory */
             const pair_guarded g = int8_weights
                 ? pair_guard(out, out_pixel_stride, pixels, channels, xo, &wc, NULL, 0, &w[0][0],
