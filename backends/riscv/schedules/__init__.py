@@ -189,7 +189,13 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     18,483,237 instructions; densenet_bc_32's 42-channel 1x1 one 6,636,432 -> 3,359,964), those of more than one
     output pixel; a FULLY_CONNECTED's of one row are not (no `one_row_padding_pays`:
     kws_gru24_31x13's 5-unit and densenet_bc_32's 10-class heads, below the four-channel tile's MACs, ran their
-    padded channels in the scalar loop, and that bundle's gate layers took 4 % more instructions)."""
+    padded channels in the scalar loop, and that bundle's gate layers took 4 % more instructions).
+    An SVDF's time product and requantization, int8 or int16 state, is one extern stage unit after unit
+    (`svdf_unit_rows`: `tvm_ext.kernels.svdf.svdf_output_rows`), each unit's row one scalar loop into one
+    accumulator, where the TE compute's eight-unit tile unrolled eight sums per kernel (~370 B against ~150 B):
+    rv32imc keyword_scrambled code 4,076 -> 3,376 B for 144,158 -> 155,311 instructions, keyword_scrambled_8bit
+    4,090 -> 3,172 B for 144,509 -> 155,638 (~16 instructions a byte, below the one price of code,
+    `backends.code_price.INSTRUCTIONS_PER_BYTE`)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
-                           int8_softmax=softmax_s8_rows)
+                           int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"))

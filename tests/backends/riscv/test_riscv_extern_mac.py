@@ -7,11 +7,12 @@ from __future__ import annotations
 import tvm
 from tvm import te, tirx
 
-from backends.riscv.schedules import RISCV_MAC_SCHEDULES
+from backends.riscv.schedules import RISCV_MAC_SCHEDULES, kernel_schedules
 from backends.riscv.schedules.mac import MAC4_OP, MIN_REDUCTION
 from tvm_ext.kernels import Rounding
 from tvm_ext.kernels.svdf import svdf_state_update
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
+from target.resolve import resolve_profile
 from tvm_ext.tir.tir_walk import walk
 
 
@@ -42,3 +43,10 @@ def test_an_extern_stage_four_channel_product_calls_the_four_channel_mac() -> No
 def test_an_extern_stage_product_shorter_than_the_helper_takes_keeps_its_loops() -> None:
     scheduled = inline_intermediates(_state_update(filters=8, depth=MIN_REDUCTION - 1), 8, RISCV_MAC_SCHEDULES)
     assert _mac4_sizes(scheduled) == []
+
+
+def test_an_svdf_time_product_is_written_unit_after_unit_on_rv32() -> None:
+    """RV32 names both SVDF state types for the unit rows' extern stage (one scalar row loop and one accumulator per
+    unit, not the TE compute's tile of eight unrolled sums): keyword_scrambled's and keyword_scrambled_8bit's code
+    below cortex-m4f's."""
+    assert kernel_schedules(resolve_profile("rv32imc")).svdf_unit_rows == ("int8", "int16")
