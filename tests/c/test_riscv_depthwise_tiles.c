@@ -2,11 +2,11 @@
  * after the depthwise MAC and the requantization epilogue, with the prefix lp): lp_depthwise_tiles_s8x8 and
  * lp_depthwise_tiles_s8x8_b16 against the plain sums of the window from the bias, requantized by the bundle's scalar
  * helpers (lp_requantize_double_small, lp_saturate_int8), for windows of 1 to 5 rows and columns, 0 to 3 tiles of
- * eight channels, packed and wider taps at every byte alignment (depthwise_layout_of), inputs and weights over the
+ * eight channels and 9, 13, 19 and 23 channels (the last tile overlapping the one before), packed and wider taps at every byte alignment (depthwise_layout_of), inputs and weights over the
  * whole int8 range and all at the minimum, biases up to +-2^28 (int16 ones for _b16), every shift -31..-1, drawn
  * multipliers and zero points; nothing written past the channels. Then the border form lp_depthwise_border_s8x8
  * (_b16): every window of 1 to 5 rows and columns, every box of taps inside the image at every place in it (none
- * inside too), padding values -128, -3, 0 and 127, 0 to 3 tiles. Built by tests/backends/riscv/test_riscv_helpers_c.py
+ * inside too), padding values -128, -3, 0 and 127, the same channel counts. Built by tests/backends/riscv/test_riscv_helpers_c.py
  * on the host and, for rv32imc and rv32imafc, under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the
  * first failures and exits 1. */
 #include <stdint.h>
@@ -70,6 +70,8 @@ static int outputs_wrong(const int8_t *out, const int8_t *x, const int8_t *w, co
 int main(void)
 {
     static const int32_t VALUES[4] = {-128, -3, 0, 127};
+    /* 0 to 3 tiles of eight, and counts eight does not divide (the last tile moved back onto the last channels) */
+    static const int32_t CHANNELS[8] = {0, 8, 9, 16, 13, 24, 19, 23};
     static int8_t x[BUFFER], w[BUFFER];
     constants k;
     uint32_t state = 5;
@@ -80,7 +82,7 @@ int main(void)
                 for (int32_t box = 0; box < (rows + 1) * (cols + 1); ++box) {
                     /* box 0: the interior (the whole window); else the box top..rows-1, left..cols-1 cut to a size
                        from 0 */
-                    const int32_t channels = 8 * ((box + rows) % 4);
+                    const int32_t channels = CHANNELS[(box + rows + all_min) % 8];
                     const int32_t layout = (box + cols) % 3;
                     const depthwise_layout l = depthwise_layout_of(channels, rows, cols, layout, box);
                     const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;

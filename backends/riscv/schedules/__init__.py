@@ -40,7 +40,8 @@ from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_DEPTHWISE_TILES,
-                                          RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement,
+                                          RISCV_DEPTHWISE_WHOLE_TILES, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
+                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, depthwise_whole_tile, mac_replacement,
                                           paired_or_int8_reduction)
 from target.profile import Profile
 
@@ -112,7 +113,9 @@ class RiscvMacSchedules:
                                               helper=RISCV_DOUBLE_EPILOGUE)
         tiles = conv_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES),
                                  RISCV_CONV_TILES4)
-        return fc_rows_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES), RISCV_FC_ROWS)
+        depthwise = depthwise_tiles_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES),
+                                          RISCV_DEPTHWISE_WHOLE_TILES)
+        return fc_rows_calls(depthwise, RISCV_FC_ROWS)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -122,6 +125,9 @@ class RiscvMacSchedules:
         counts eight does not divide (12, 20, 36: DenseNet's growth, narrow ResNets, detector heads), where the
         kernel's MACs pay its larger code (`FOUR_TILE_MIN_MACS`): four sums in registers in TVM's own loops (no
         helper takes four) rather than one."""
+        whole = depthwise_whole_tile(sch, block)
+        if whole is not None:  # a depthwise layer whose channels eight does not divide: one tile of them all
+            return (whole,)
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
 
