@@ -117,10 +117,11 @@ def depthwise_pad_helper_name(prefix: str, sized: bool = False) -> str:
     return f"{prefix}_depthwise_pad_s8xn" if sized else f"{prefix}_depthwise_pad_s8x8"
 
 
-def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False) -> str:
+def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False, table: bool = False) -> str:
     """The C name of the fused depthwise channel tiles helper for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix` (one out-of-line copy); with `border`, its form of a padded border pixel's window."""
-    return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}_s8x8", bias)
+    bundle `prefix` (one out-of-line copy); with `border`, its form of a padded border pixel's window; with `table`,
+    its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}{'_lut' if table else ''}_s8x8", bias)
 
 
 def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:

@@ -39,8 +39,8 @@ from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tes
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
-from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_DEPTHWISE_TILES,
-                                          RISCV_DEPTHWISE_WHOLE_TILES, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
+from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4,
+                                          RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, depthwise_whole_tile, mac_replacement,
                                           paired_or_int8_reduction)
 from target.profile import Profile
@@ -90,6 +90,14 @@ class RiscvMacSchedules:
     windowed_border = staticmethod(functools.partial(windowed_border, replacement=mac_replacement))
 
     @staticmethod
+    def collapses_border(image_dtypes: frozenset[str], taps: int) -> bool:
+        """Whether a depthwise border of any rectangles is one call of the border helper (`RISCV_DEPTHWISE_TILES`:
+        int8 images, windows of up to BORDER_WINDOW_TAPS taps, any window): without it a border of more than
+        `tvm_ext.schedule.border_split.MAX_REGIONS` rectangles (a 5x5 window padded by 2) kept its per-tap tests,
+        each tap a call of the depthwise MAC over one tap and the padding's products inlined."""
+        return image_dtypes == {"int8"} and taps <= BORDER_WINDOW_TAPS
+
+    @staticmethod
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return func
 
@@ -113,9 +121,9 @@ class RiscvMacSchedules:
                                               helper=RISCV_DOUBLE_EPILOGUE)
         tiles = conv_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES),
                                  RISCV_CONV_TILES4)
-        depthwise = depthwise_tiles_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES),
-                                          RISCV_DEPTHWISE_WHOLE_TILES)
-        return fc_rows_calls(depthwise, RISCV_FC_ROWS)
+        for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
+            tiles = depthwise_tiles_calls(tiles, depthwise)
+        return fc_rows_calls(tiles, RISCV_FC_ROWS)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:

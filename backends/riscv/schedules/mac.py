@@ -224,6 +224,31 @@ RISCV_DEPTHWISE_WHOLE_TILES = replace(RISCV_DEPTHWISE_TILES, mac_op=DEPTHWISE_MA
 (`depthwise_whole_tile`): its window and padding calls name the channel count (DEPTHWISE_MAC_N_OP,
 DEPTHWISE_PAD_N_OP), the fused helpers take it, their last tile of eight moved back onto the last channels."""
 
+LUT_ENTRIES = 256
+DEPTHWISE_TILES_LUT_OPS = by_bias("tvm_ext.riscv_depthwise_tiles_lut_s8x8")
+"""The fused depthwise tiles with a lookup table after the requantization per bias type
+(`<prefix>_depthwise_tiles_lut_s8x8`, `_b16`): the tiles' call, then the table (256 int8 entries)."""
+for _bias, _op in DEPTHWISE_TILES_LUT_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(depthwise_tiles_helper_name, bias=_bias, table=True),
+                         HelperAccess((*DEPTHWISE_TILES_ACCESS.pointers,
+                                       PointerAccess(14, (Axis(LUT_ENTRIES, 1),)))))
+DEPTHWISE_BORDER_LUT_OPS = {(bias, "any"): op
+                            for bias, op in by_bias("tvm_ext.riscv_depthwise_border_lut_s8x8").items()}
+"""The border form with a lookup table after the requantization per (bias type, "any")
+(`<prefix>_depthwise_border_lut_s8x8`, `_b16`): the border call's arguments, then the table."""
+for (_bias, _), _op in DEPTHWISE_BORDER_LUT_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=True,
+                                                               table=True),
+                         HelperAccess((*BORDER_ACCESS.pointers, PointerAccess(19, (Axis(LUT_ENTRIES, 1),)))))
+RISCV_DEPTHWISE_TILE_FORMS = tuple(
+    replace(tiles, requantize=REQUANTIZE_LUT_OPS_BY_BIAS, tiles=DEPTHWISE_TILES_LUT_OPS, border=DEPTHWISE_BORDER_LUT_OPS)
+    if table else tiles
+    for table in (False, True) for tiles in (RISCV_DEPTHWISE_TILES, RISCV_DEPTHWISE_WHOLE_TILES))
+"""Every form of the RV32 fused depthwise tiles, each taking the tile loops of its window call and epilogue: tiles of
+eight or one tile of every channel, the requantization alone or with a lookup table after it (a depthwise layer
+fused with an activation: mobilenet_v3's hard-swish ones had kept a window call and an epilogue call per tile, and
+their borders per-tap calls)."""
+
 FC_ROWS_OPS = by_bias("tvm_ext.riscv_fc_rows_s8x8")
 """The fused row helper of per-tensor FULLY_CONNECTED layers per bias type (`<prefix>_fc_rows_s8x8`, `_b16`)."""
 for _bias, _op in FC_ROWS_OPS.items():
