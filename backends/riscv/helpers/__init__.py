@@ -38,7 +38,9 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `pair_tiles_s8x8.h.in`: `<prefix>_pair_tiles_s8x8` (`_b16` for int16 biases), every channel tile of a
   convolution's pixel pair in one call of one out-of-line copy per bundle (each tile's sixteen sums from the
   biases, the two-pixel paired MAC's window loops, the per-channel requantization), called by every such pair
-  (`backends.cortex_m.schedules.pair_tiles`), and `<prefix>_conv_tiles_s8x8` (`_b16`), the same for one pixel
+  (`backends.cortex_m.schedules.pair_tiles`; `_odd` forms for windows of odd rows, `_w8` forms for int8 weights as
+  stored), and `<prefix>_conv_tiles_s8x8`
+  (`_b16`), the same for one pixel
   (`backends.cortex_m.schedules.conv_tiles`; unit test of both `tests/c/test_riscv_pair_tiles.c`).
 """
 
@@ -131,10 +133,15 @@ def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     return requantize_small_helper_name(prefix, bias, table)
 
 
-def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:
+def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False, odd: bool = False,
+                           int8_weights: bool = False) -> str:
     """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
-    the bundle `prefix`; with `any_double`, its form of TFLite's double rounding for any sum and shift."""
-    return bias_form(f"{prefix}_pair_tiles_double_s8x8" if any_double else f"{prefix}_pair_tiles_s8x8", bias)
+    the bundle `prefix`; with `any_double`, its form of TFLite's double rounding for any sum and shift; with `odd`,
+    its form of windows whose rows may be of odd length; with `int8_weights`, its form of int8 weights as stored
+    (not paired)."""
+    name = f"{prefix}_pair_tiles{'_double' if any_double else ''}{'_odd' if odd else ''}" \
+           f"{'_w8' if int8_weights else ''}_s8x8"
+    return bias_form(name, bias)
 
 
 def conv_tiles_helper_name(prefix: str, bias: str) -> str:

@@ -17,7 +17,8 @@ pair's loop over its channel tiles as one call of the shared out-of-line pair he
 `RISCV_PAIR_TILES`), and a lone or border pixel's as one call of its one-pixel form
 (`<prefix>_conv_tiles_s8x8`: `backends.cortex_m.schedules.conv_tiles`, `RISCV_CONV_TILES`). A kernel of exactly
 eight output channels is tiled too.
-Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
+In a TE extern stage (an LSTM's gates, the SVDF state update) only the four-channel window MAC's loop nests become
+its calls (`mac.extern_mac_calls`); its other loops stay scalar.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import functools
 
 from tvm import tirx
+from tvm.ir import TensorLoad
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
@@ -41,7 +43,8 @@ from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
-                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, depthwise_whole_tile, mac_replacement,
+                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
+                                          depthwise_whole_tile, extern_mac_calls, int8_pairs_pay, mac_replacement,
                                           paired_or_int8_reduction)
 from target.profile import Profile
 
@@ -61,6 +64,18 @@ FOUR_TILE_MIN_MACS = FOUR_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FOUR_TILE_SA
 """The fewest MACs (the reduction block's executions) at which a kernel takes the four-channel tile: where it saves
 what its code costs at the schedules' one price of code (kws_ref_model's 12-class head of 768 MACs, 2,264 fewer
 instructions for 70 more bytes, does not)."""
+
+
+SUM_TILE_SAVED_PER_STEP = 1.75
+"""The instructions per output and reduction step a tile of MAC_CHANNELS channels saves in a reduction without
+products (MEAN, SUM, a pool's sums or maxima): its loads and additions are the same, only the loop's pointer step and
+branch are shared by the tile (2 a step, less one in eight)."""
+SUM_TILE_CODE_BYTES = 350
+"""The code such a tile adds to its kernel (rv32imc vit5h_d40_24's MEAN over 36 rows of 40 channels, steps of four
+rows: 488 B tiled, ~130 B for each of its scalar MEANs)."""
+SUM_TILE_MIN_STEPS = SUM_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / SUM_TILE_SAVED_PER_STEP
+"""The fewest executions of such a reduction's block (outputs times steps) at which it is tiled: where the steps saved
+pay the tile's code at the schedules' one price of code."""
 
 
 class RiscvMacSchedules:
@@ -98,14 +113,31 @@ class RiscvMacSchedules:
         return image_dtypes == {"int8"} and taps <= BORDER_WINDOW_TAPS
 
     @staticmethod
+    def keeps_scalar(sch, block, loops: list, first_reduce: int) -> bool:
+        """Whether an integer reduction without products (a MEAN's or SUM's sums, a pool's: no multiply in its
+        block, whose tile would share no load) keeps its scalar loop nest, untiled: where its block's executions are
+        fewer than SUM_TILE_MIN_STEPS (rv32imc vit5h_d40_24's MEAN over 36 rows of 40 channels, 360 executions:
+        5,350 -> 4,413 instructions, the bundle's code 368 B smaller; efficientnet_lite_w030_112_int8,
+        tcn_kws_100x32_int8 and vit_tiny_16_int8 -362, -370 and -366 B, a few thousand instructions fewer each)."""
+        store = sch.get(block).body
+        if not isinstance(store, tirx.BufferStore) or not str(store.buffer.dtype).startswith("int") \
+                or not _loads_combined(store.value):
+            return False
+        return executions(tuple(sch.get(loop) for loop in loops)) < SUM_TILE_MIN_STEPS
+
+    @staticmethod
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        return func
+        """An extern stage's four-channel int8 MAC loop nests as calls of `<prefix>_mac_s8x4`
+        (`mac.extern_mac_calls`)."""
+        return extern_mac_calls(func)
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
         double rounding's as one call of its own (RISCV_DOUBLE_EPILOGUE); each pixel
-        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES), and each lone or
+        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES; its `_odd` form
+        for windows of odd rows, RISCV_PAIR_TILES_ODD; its form of int8 weights as stored, RISCV_PAIR_TILES_W8, where
+        the kernel's MACs pay it: `mac.int8_pairs_pay`), and each lone or
         border pixel's as one call of its one-pixel form (RISCV_CONV_TILES: in every kernel, a 1x1 convolution's
         too; only KxK ones' measured against this, rv32imc code bytes and instructions: kws_ref_model 4,122 ->
         3,972 B, 9,504,829 -> 9,511,768; str_ww_ref_model 2,788 -> 2,650 B, 2,769,259 -> 2,774,894;
@@ -119,8 +151,9 @@ class RiscvMacSchedules:
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
         epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
                                               helper=RISCV_DOUBLE_EPILOGUE)
-        tiles = conv_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES),
-                                 RISCV_CONV_TILES4)
+        pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
+        pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
+        tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
         for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         return fc_rows_calls(tiles, RISCV_FC_ROWS)
@@ -138,6 +171,18 @@ class RiscvMacSchedules:
             return (whole,)
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
+
+
+def _loads_combined(value: tirx.PrimExpr) -> bool:
+    """Whether ``value`` only adds, subtracts, takes the maximum or minimum of and casts loads (whatever their
+    indices) and constants: a reduction step without products."""
+    if isinstance(value, (TensorLoad, tirx.IntImm)):
+        return True
+    if isinstance(value, tirx.Cast):
+        return _loads_combined(value.value)
+    if isinstance(value, (tirx.Add, tirx.Sub, tirx.Max, tirx.Min)):
+        return _loads_combined(value.a) and _loads_combined(value.b)
+    return False
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
