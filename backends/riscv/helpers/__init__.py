@@ -107,21 +107,23 @@ def mac_2px_row_helper_name(prefix: str) -> str:
     return f"{prefix}_mac_s8x2x8_row"
 
 
-def depthwise_mac_helper_name(prefix: str) -> str:
-    """The C name of the int8 depthwise MAC helper in the bundle `prefix` (one out-of-line copy)."""
-    return f"{prefix}_depthwise_mac_s8x8"
+def depthwise_mac_helper_name(prefix: str, sized: bool = False) -> str:
+    """The C name of the int8 depthwise MAC helper in the bundle `prefix` (one out-of-line copy); with `sized`, its
+    form of any channel count (an argument)."""
+    return f"{prefix}_depthwise_mac_s8xn" if sized else f"{prefix}_depthwise_mac_s8x8"
 
 
-def depthwise_pad_helper_name(prefix: str) -> str:
+def depthwise_pad_helper_name(prefix: str, sized: bool = False) -> str:
     """The C name of the depthwise padding helper in the bundle `prefix` (a padded border's taps outside the
-    image: the zero point times the weights)."""
-    return f"{prefix}_depthwise_pad_s8x8"
+    image: the zero point times the weights); with `sized`, its form of any channel count (an argument)."""
+    return f"{prefix}_depthwise_pad_s8xn" if sized else f"{prefix}_depthwise_pad_s8x8"
 
 
-def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False) -> str:
+def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False, table: bool = False) -> str:
     """The C name of the fused depthwise channel tiles helper for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix` (one out-of-line copy); with `border`, its form of a padded border pixel's window."""
-    return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}_s8x8", bias)
+    bundle `prefix` (one out-of-line copy); with `border`, its form of a padded border pixel's window; with `table`,
+    its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}{'_lut' if table else ''}_s8x8", bias)
 
 
 def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:

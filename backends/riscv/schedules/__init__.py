@@ -41,10 +41,11 @@ from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tes
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
-from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_DEPTHWISE_TILES,
-                                          RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES,
-                                          RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8, extern_mac_calls, int8_pairs_pay,
-                                          mac_replacement, paired_or_int8_reduction)
+from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4,
+                                          RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
+                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
+                                          depthwise_whole_tile, extern_mac_calls, int8_pairs_pay, mac_replacement,
+                                          paired_or_int8_reduction)
 from target.profile import Profile
 
 
@@ -104,6 +105,14 @@ class RiscvMacSchedules:
     windowed_border = staticmethod(functools.partial(windowed_border, replacement=mac_replacement))
 
     @staticmethod
+    def collapses_border(image_dtypes: frozenset[str], taps: int) -> bool:
+        """Whether a depthwise border of any rectangles is one call of the border helper (`RISCV_DEPTHWISE_TILES`:
+        int8 images, windows of up to BORDER_WINDOW_TAPS taps, any window): without it a border of more than
+        `tvm_ext.schedule.border_split.MAX_REGIONS` rectangles (a 5x5 window padded by 2) kept its per-tap tests,
+        each tap a call of the depthwise MAC over one tap and the padding's products inlined."""
+        return image_dtypes == {"int8"} and taps <= BORDER_WINDOW_TAPS
+
+    @staticmethod
     def keeps_scalar(sch, block, loops: list, first_reduce: int) -> bool:
         """Whether an integer reduction without products (a MEAN's or SUM's sums, a pool's: no multiply in its
         block, whose tile would share no load) keeps its scalar loop nest, untiled: where its block's executions are
@@ -145,7 +154,9 @@ class RiscvMacSchedules:
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
         tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
-        return fc_rows_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES), RISCV_FC_ROWS)
+        for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
+            tiles = depthwise_tiles_calls(tiles, depthwise)
+        return fc_rows_calls(tiles, RISCV_FC_ROWS)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -155,6 +166,9 @@ class RiscvMacSchedules:
         counts eight does not divide (12, 20, 36: DenseNet's growth, narrow ResNets, detector heads), where the
         kernel's MACs pay its larger code (`FOUR_TILE_MIN_MACS`): four sums in registers in TVM's own loops (no
         helper takes four) rather than one."""
+        whole = depthwise_whole_tile(sch, block)
+        if whole is not None:  # a depthwise layer whose channels eight does not divide: one tile of them all
+            return (whole,)
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
 

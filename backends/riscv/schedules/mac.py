@@ -39,6 +39,7 @@ A channel tile's requantization loop of the "double_small" rounding becomes one 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Optional
 
 import tvm_ffi
@@ -48,13 +49,14 @@ from tvm.ir import TensorLoad
 from backends.bias_forms import by_bias
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
-from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
+from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_tile_call
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accessed_buffer,
                                                  accumulation, channel_tile, helper_call_block, int8_data_update,
                                                  mac_reduction, mac_window, window_call_block, window_mac_2px_access,
                                                  window_mac_access)
-from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_replacement
+from backends.cortex_m.schedules.helium_depthwise import MAC_ACCESS as HELIUM_MAC_ACCESS
+from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, depthwise_channel_tiles, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, op_executions
@@ -70,6 +72,7 @@ from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, R
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import substitute_index
+from tvm_ext.tir.tir_walk import walk
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
@@ -152,6 +155,17 @@ call's, `backends.cortex_m.schedules.helium_depthwise.PAD_ACCESS`, channels 8): 
 w[r * w_row_stride + k * w_col_stride + c] for r < rows, k < cols."""
 register_helper_call(DEPTHWISE_PAD_OP, RISCV_HELPERS, depthwise_pad_helper_name, PAD_ACCESS)
 
+DEPTHWISE_MAC_N_OP = "tvm_ext.riscv_depthwise_mac_s8xn"
+"""The depthwise helper of any channel count (`<prefix>_depthwise_mac_s8xn`: Helium's call, MAC_ACCESS, the count
+its last argument), one out-of-line function per bundle: the window calls of a layer whose channels eight does not
+divide, held in one tile (`depthwise_whole_tile`)."""
+register_helper_call(DEPTHWISE_MAC_N_OP, RISCV_HELPERS, functools.partial(depthwise_mac_helper_name, sized=True),
+                     HELIUM_MAC_ACCESS)
+DEPTHWISE_PAD_N_OP = "tvm_ext.riscv_depthwise_pad_s8xn"
+"""The padding helper of any channel count (`<prefix>_depthwise_pad_s8xn`: PAD_ACCESS, as DEPTHWISE_PAD_OP's)."""
+register_helper_call(DEPTHWISE_PAD_N_OP, RISCV_HELPERS, functools.partial(depthwise_pad_helper_name, sized=True),
+                     PAD_ACCESS)
+
 REQUANTIZE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_small_s8")
 """The requantization epilogue's op per bias type (`<prefix>_requantize_small_s8`, `_s8_b16`)."""
 for _bias, _op in REQUANTIZE_OPS_BY_BIAS.items():
@@ -206,6 +220,36 @@ over its tiles of eight channels (the depthwise MAC's window call, the "double_s
 out-of-line `<prefix>_depthwise_tiles_s8x8`, every border pixel's (its clipped window's call and its padding's) as
 one call of the out-of-line `<prefix>_depthwise_border_s8x8`; a kx1 window called as one row of k taps (one row
 loop's pass, not k)."""
+RISCV_DEPTHWISE_WHOLE_TILES = replace(RISCV_DEPTHWISE_TILES, mac_op=DEPTHWISE_MAC_N_OP, sized=True,
+                                      box_op=DEPTHWISE_MAC_N_OP, pad_op=DEPTHWISE_PAD_N_OP)
+"""The same fused helpers for a layer whose channels eight does not divide, held in one tile
+(`depthwise_whole_tile`): its window and padding calls name the channel count (DEPTHWISE_MAC_N_OP,
+DEPTHWISE_PAD_N_OP), the fused helpers take it, their second tile of eight moved back so that the last ends at the last channel."""
+
+LUT_ENTRIES = 256
+DEPTHWISE_TILES_LUT_OPS = by_bias("tvm_ext.riscv_depthwise_tiles_lut_s8x8")
+"""The fused depthwise tiles with a lookup table after the requantization per bias type
+(`<prefix>_depthwise_tiles_lut_s8x8`, `_b16`): the tiles' call, then the table (256 int8 entries)."""
+for _bias, _op in DEPTHWISE_TILES_LUT_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(depthwise_tiles_helper_name, bias=_bias, table=True),
+                         HelperAccess((*DEPTHWISE_TILES_ACCESS.pointers,
+                                       PointerAccess(14, (Axis(LUT_ENTRIES, 1),)))))
+DEPTHWISE_BORDER_LUT_OPS = {(bias, "any"): op
+                            for bias, op in by_bias("tvm_ext.riscv_depthwise_border_lut_s8x8").items()}
+"""The border form with a lookup table after the requantization per (bias type, "any")
+(`<prefix>_depthwise_border_lut_s8x8`, `_b16`): the border call's arguments, then the table."""
+for (_bias, _), _op in DEPTHWISE_BORDER_LUT_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=True,
+                                                               table=True),
+                         HelperAccess((*BORDER_ACCESS.pointers, PointerAccess(19, (Axis(LUT_ENTRIES, 1),)))))
+RISCV_DEPTHWISE_TILE_FORMS = tuple(
+    replace(tiles, requantize=REQUANTIZE_LUT_OPS_BY_BIAS, tiles=DEPTHWISE_TILES_LUT_OPS, border=DEPTHWISE_BORDER_LUT_OPS)
+    if table else tiles
+    for table in (False, True) for tiles in (RISCV_DEPTHWISE_TILES, RISCV_DEPTHWISE_WHOLE_TILES))
+"""Every form of the RV32 fused depthwise tiles, each taking the tile loops of its window call and epilogue: tiles of
+eight or one tile of every channel, the requantization alone or with a lookup table after it (a depthwise layer
+fused with an activation: mobilenet_v3's hard-swish ones had kept a window call and an epilogue call per tile, and
+their borders per-tap calls)."""
 
 FC_ROWS_OPS = by_bias("tvm_ext.riscv_fc_rows_s8x8")
 """The fused row helper of per-tensor FULLY_CONNECTED layers per bias type (`<prefix>_fc_rows_s8x8`, `_b16`)."""
@@ -420,7 +464,8 @@ def mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     (a padded border's clipped window) changes nothing: the depthwise helper is out of line for every window."""
     return (paired_mac_replacement(realize, loops) or window_mac_replacement(realize, loops)
             or depthwise_mac_replacement(realize, loops)
-            or padding_replacement(realize, loops, DEPTHWISE_PAD_OP, MAC_CHANNELS))
+            or padding_replacement(realize, loops, DEPTHWISE_PAD_OP, MAC_CHANNELS)
+            or whole_tile_replacement(realize, loops))
 
 
 def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
@@ -602,3 +647,57 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Opti
     if reduction is None:
         return None
     return depthwise_call_block(DEPTHWISE_MAC_OP, realize, loops, reduction, MAC_CHANNELS)
+
+
+WHOLE_TILE_MIN_PIXELS = 9
+"""The fewest output pixels of a depthwise layer held in one tile (`depthwise_whole_tile`): below a 3x3 window's taps
+most or all of its pixels are border cases, whose loops the fused helpers may not take (Helium's rule:
+`backends.cortex_m.schedules.helium_depthwise.WHOLE_TILE_MIN_PIXELS`)."""
+
+
+def depthwise_whole_tile(sch: s_tir.Schedule, block) -> Optional[int]:
+    """The channel count of an int8 depthwise reduction ``block`` of depth multiplier 1 (its input and weight loads
+    both int8 and indexed by the output's channel last) whose channels eight does not divide, more than eight, over
+    at least WHOLE_TILE_MIN_PIXELS output pixels, else None: such a layer takes one tile of every channel, its
+    window calls the depthwise helper of any count (DEPTHWISE_MAC_N_OP) and its pixels the fused tiles whose
+    second tile of eight is moved back so that the last ends at the last channel (`RISCV_DEPTHWISE_WHOLE_TILES`).
+    With the tiles of eight and four only, such layers kept TVM's scalar loop nest (rv32imc, 11.6-14.6 instructions
+    per MAC) or its four sums (9.0-9.5). Measured on rv32imc (instructions, code B), before / after:
+    mobilenet_v1_030_80 38,051,607, 15,206 / 36,859,816, 9,876 (its 38-channel 3x3 layer 13.9 -> 9.0 a MAC, its
+    9-channel one 14.6 -> 15.2: two tiles of eight for nine channels); ds_cnn_w30_49x10 4,622,649, 4,644 /
+    4,111,924, 4,550; ds_cnn_w44_49x10 (four-channel tiles before) 7,578,952, 3,910 / 7,651,768, 2,836."""
+    node = sch.get(block)
+    loads = [load for load in walk(node.body.value) if isinstance(load, TensorLoad)
+             and not load.source.same_as(node.body.buffer)] if isinstance(node.body, tirx.BufferStore) else []
+    if not depthwise_channel_tiles(sch, block) or len(loads) != 2:  # not one load: a window's sums (a pool)
+        return None
+    extents = {iv.var: iv.dom.extent for iv in node.iter_vars if iv.iter_type == tirx.IterVar.DataPar}
+    if not all(isinstance(extent, tirx.IntImm) for extent in extents.values()):
+        return None
+    channel = node.body.indices[-1]
+    channels = next(int(extent) for var, extent in extents.items() if var.same_as(channel))
+    pixels = functools.reduce(lambda product, extent: product * int(extent), extents.values(), 1) // channels
+    if channels <= MAC_CHANNELS or channels % MAC_CHANNELS == 0 or pixels < WHOLE_TILE_MIN_PIXELS:
+        return None
+    return channels
+
+
+def whole_tile_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The call block of the depthwise helper of any channel count (DEPTHWISE_MAC_N_OP) or of its padding's
+    (DEPTHWISE_PAD_N_OP) for ``loops`` (up to two window loops, then a channel loop of more than MAC_CHANNELS
+    channels that MAC_CHANNELS does not divide: `depthwise_whole_tile`'s) around an int8 ``realize``, or None
+    where the loads do not fit."""
+    channel = loops[-1].extent if loops else None
+    if not isinstance(channel, tirx.IntImm) or int(channel) <= MAC_CHANNELS or int(channel) % MAC_CHANNELS == 0:
+        return None
+    channels = int(channel)
+    reduction = mac_reduction(realize.block, ("int8",))
+    if reduction is None:
+        return padding_replacement(realize, loops, DEPTHWISE_PAD_N_OP, channels)
+    if len(loops) > 3 or not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
+        return None
+    tile = window_tile_call(reduction, realize, loops, channels)
+    if tile is None:
+        return None
+    sizes, call = tile
+    return call(DEPTHWISE_MAC_N_OP, [*sizes, channels])
