@@ -340,6 +340,10 @@ class KernelSchedules:
     extern stage, unit after unit (`tvm_ext.kernels.svdf.svdf_output_rows`: each unit's rank filters' time weights in
     one row, its sum kept in one accumulator), for a core whose helper computes a row's dot product there; any other
     state: the TE compute (`svdf_output`), tiled by the schedules."""
+    svdf_unit_rows_max_macs: Optional[int] = None
+    """The most time-product MACs of one call (filters x memory x batch) at which an SVDF takes the unit rows
+    (`svdf_unit_rows`), for a core where they save code but not instructions (no row helper: their scalar row loop
+    against the tiled TE compute); None: at any size."""
     widened_gate_weights: bool = False
     """Whether a recurrent cell's interleaved weights (`interleaved_gate_weights`: an LSTM's gates', an SVDF's
     feature weights) are widened to int16 at compile time where the flash holds the extra byte per weight

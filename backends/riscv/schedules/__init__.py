@@ -78,6 +78,19 @@ SUM_TILE_MIN_STEPS = SUM_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / SUM_TILE_SAVE
 pay the tile's code at the schedules' one price of code."""
 
 
+UNIT_ROWS_CODE_SAVED = 220
+"""The code an SVDF's time product in unit rows (`tvm_ext.kernels.svdf.svdf_output_rows`: one scalar row loop into
+one accumulator per unit) saves against the TE compute's tile of eight unrolled sums, at the least (rv32imc
+keyword_scrambled: 380 -> ~160 B a kernel, 374 -> ~170 B for rows of 32)."""
+UNIT_ROWS_LOST_PER_MAC = 2.4
+"""The instructions a time-product MAC the unit rows' scalar loop takes more than the tile, at the most (rv32imc
+keyword_scrambled's time products over rows of 32: 5.5 -> 7.9 a MAC with the requantization; rows of 8: 8.8 ->
+10.5)."""
+UNIT_ROWS_MAX_MACS = int(UNIT_ROWS_CODE_SAVED * INSTRUCTIONS_PER_BYTE / UNIT_ROWS_LOST_PER_MAC)
+"""The most time-product MACs of one call at which an SVDF takes the unit rows: where the code saved pays the
+instructions lost at the schedules' one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`)."""
+
+
 class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each."""
 
@@ -204,12 +217,13 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     output pixel; a FULLY_CONNECTED's of one row are not (no `one_row_padding_pays`:
     kws_gru24_31x13's 5-unit and densenet_bc_32's 10-class heads, below the four-channel tile's MACs, ran their
     padded channels in the scalar loop, and that bundle's gate layers took 4 % more instructions).
-    An SVDF's time product and requantization, int8 or int16 state, is one extern stage unit after unit
-    (`svdf_unit_rows`: `tvm_ext.kernels.svdf.svdf_output_rows`), each unit's row one scalar loop into one
-    accumulator, where the TE compute's eight-unit tile unrolled eight sums per kernel (~370 B against ~150 B):
-    rv32imc keyword_scrambled code 4,076 -> 3,376 B for 144,158 -> 155,311 instructions, keyword_scrambled_8bit
-    4,090 -> 3,172 B for 144,509 -> 155,638 (~16 instructions a byte, below the one price of code,
-    `backends.code_price.INSTRUCTIONS_PER_BYTE`)."""
+    An SVDF's time product and requantization, int8 or int16 state, of at most UNIT_ROWS_MAX_MACS MACs a call is
+    one extern stage unit after unit (`svdf_unit_rows`: `tvm_ext.kernels.svdf.svdf_output_rows`), each unit's row
+    one scalar loop into one accumulator, where the TE compute's eight-unit tile unrolled eight sums per kernel
+    (~370 B against ~150 B): rv32imc keyword_scrambled code 4,076 -> 3,376 B for 144,158 -> 155,311 instructions,
+    keyword_scrambled_8bit 4,090 -> 3,172 B for 144,509 -> 155,638 (~16 instructions a byte, below the one price
+    of code)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
-                           int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"))
+                           int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
+                           svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS)

@@ -96,6 +96,9 @@ class LoweringContext:
     svdf_unit_rows: tuple[str, ...] = ()
     """The SVDF state types whose time product and requantization are one TE extern stage, unit after unit
     (``backends.backend.KernelSchedules.svdf_unit_rows``)."""
+    svdf_unit_rows_max_macs: Optional[int] = None
+    """The most time-product MACs of one call at which an SVDF takes the unit rows; None: any
+    (``backends.backend.KernelSchedules.svdf_unit_rows_max_macs``)."""
     widened_gate_weights: bool = False
     """Whether a recurrent cell's interleaved weights are widened to int16 where ``flash_budget`` grants their extra
     byte per weight (``widen_gate_weights``; ``backends.backend.KernelSchedules.widened_gate_weights``)."""

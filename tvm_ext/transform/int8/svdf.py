@@ -10,7 +10,8 @@ PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state among its
 operand the bundle's static state, ``S0`` its reset value, and the kernel's output a view of it, written in
 place) and opaque, so that fusion never turns the state into a kernel-local buffer.
 ``output = q(svdf_output(dq(new_state), dq(W_time), dq(b)))`` -> ``svdf_output``, the state zero point folded
-into the bias where it fits (``svdf_time_offsets``); where the backend asks (``LoweringContext.svdf_unit_rows``)
+into the bias where it fits (``svdf_time_offsets``); where the backend asks (``LoweringContext.svdf_unit_rows``, up to
+``svdf_unit_rows_max_macs`` time-product MACs)
 ``svdf_output_rows`` instead, each unit's rank filters' time weights in one row (``svdf_unit_rows``); int8 rows of
 whole groups of four widened to int16 as the feature weights are, in SXTB16's lane order
 (``tvm_ext.kernels.extern_mac.lane_order``: the DSP core's row dot product then widens only the state's bytes).
@@ -125,7 +126,10 @@ def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall
              "output_zero_point": output.zero_point, "rounding": ctx.rounding,
              "right_shift_only": shifts_right_only(multiplier, shift),
              "small_accumulator": fits_small_accumulator(_time_reach(time, rank, state_zero_point), bias)}
-    if str(time.dtype) in ctx.svdf_unit_rows:  # unit after unit, one row dot product each
+    macs = int(quantize.ty.shape.values[0]) * time.size  # the time product's, per call
+    if str(time.dtype) in ctx.svdf_unit_rows and (ctx.svdf_unit_rows_max_macs is None
+                                                   or macs <= ctx.svdf_unit_rows_max_macs):
+        # unit after unit, one row dot product each
         rows = svdf_unit_rows(time, rank)
         widened, = widen_gate_weights(ctx, step, rows) if rows.dtype == np.int8 and \
             rows.shape[1] % LANE_GROUP == 0 else (rows,)

@@ -375,6 +375,17 @@ def test_svdf_output_is_written_unit_after_unit_for_the_state_types_the_backend_
         assert call.kwargs["rank"] == 2 and call.func_attrs == {}
 
 
+@pytest.mark.parametrize("max_macs, unit_rows", [(None, True), (12, True), (11, False)],
+                         ids=["any_size", "at_the_bound", "over_it"])
+def test_svdf_output_takes_the_unit_rows_up_to_the_backends_time_product_macs(max_macs, unit_rows: bool):
+    """The backend's bound on the unit rows (``svdf_unit_rows_max_macs``): SVDF's second step of 4 filters of memory
+    3, batch 1 (12 time-product MACs a call) takes them at a bound of 12 or none, not at 11."""
+    time = np.random.default_rng(19).integers(-300, 300, (4, 3)).astype(np.int16)
+    quantize, ctx = _svdf_output_binding(time, np.array([1234, -5678], np.int32))
+    ctx = dataclasses.replace(ctx, svdf_unit_rows=("int16",), svdf_unit_rows_max_macs=max_macs)
+    assert svdf.LOWERING.match(quantize, ctx).call.kernel is (svdf_output_rows if unit_rows else svdf_output)
+
+
 def test_lstm_matches_as_one_kernel_with_gate_offsets_folded_and_tflites_gate_order():
     """UNIDIRECTIONAL_SEQUENCE_LSTM (batch-major [1, 2, 3] input, 2 units, int8 hidden and int16 cell state): the
     kernel takes the lowered input, both reset values, each kind of weight stacked gate by gate in TFLite's
