@@ -39,6 +39,7 @@ immediate: with it the helper's nudge and shift fold into constants. Shared, kws
 4.9 % and cortex-m55 8.7 % more instructions (for 14.8 and 10.6 KB less code); kept, 1.0 % and 1.7 % (3.8 and
 2.9 KB). The DSP cores' biased helper (`backends.cortex_m.schedules.biased_requantize`, already in the kernels
 here) takes its shift and bias as arguments: cortex-m4f shares them at 1.4 % (25,352 -> 14,264 B of code)."""
+_NARROW_INTEGERS = frozenset({"int8", "uint8", "int16", "uint16"})
 CONSTANTS_ROLE = "constants"
 """The role (tvm_ext.layers.OPERAND_ROLES_ATTR) and buffer name of a shared kernel's array of constants."""
 
@@ -66,11 +67,33 @@ def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
     return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite))
 
 
+def _narrowing(node) -> bool:
+    """Whether `node` is a cast to an integer of 16 bits or fewer: its value's range is its type's, whatever
+    the constants under it."""
+    return isinstance(node, tirx.Cast) and str(node.ty.dtype) in _NARROW_INTEGERS
+
+
 def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], tirx.Expr]) -> tirx.PrimFunc:
-    """`func` with its k-th variable immediate (`variable_immediates`' order) replaced by `replace(k, imm)`."""
+    """`func` with its k-th variable immediate (`variable_immediates`' order) replaced by `replace(k, imm)`.
+
+    Only the immediates of stored values vary, never an index's: a load's indices keep their immediates (an
+    offset there would read x[i + constants[k]], which index_checks cannot bound), except under a narrowing cast
+    (`_narrowing`: a lookup table's index `(int8)(value) + 128`, whose range does not depend on them)."""
     count = [0]
 
+    def load(node: tvm.ir.TensorLoad) -> tirx.Expr:
+        return tirx.BufferLoad(node.source, [map_nodes(index, in_index) for index in node.indices])
+
+    def in_index(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return load(node)
+        if _narrowing(node):
+            return tirx.Cast(str(node.ty.dtype), map_nodes(node.value, rewrite))
+        return None
+
     def rewrite(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return load(node)
         if isinstance(node, tirx.IntImm) and str(node.ty.dtype) == "int32":
             count[0] += 1
             return replace(count[0] - 1, node)
@@ -89,7 +112,7 @@ def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], 
 
 def variable_immediates(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, tuple[int, ...]]:
     """(`func`'s template, the values of its variable immediates in order): every int32 immediate of a stored
-    value (load indices inside it too) except a requantization's shift, which the template holds as 0."""
+    value but an index's (`_with_immediates`) and a requantization's shift; the template holds each as 0."""
     values: list[int] = []
 
     def masked(k: int, imm: tirx.IntImm) -> tirx.Expr:

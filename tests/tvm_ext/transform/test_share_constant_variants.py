@@ -6,7 +6,7 @@ from collections import Counter
 
 import tvm
 import tvm_ffi
-from tvm import relax, te
+from tvm import relax, s_tir, te, tirx
 
 from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
                                                        share_constant_variants,
@@ -74,6 +74,56 @@ def test_groups_share_differing_positions_only() -> None:
     assert groups[0].names == ("k0", "k1", "k2")
     assert groups[0].slot_of == {0: 0}
     assert groups[0].values == {"k0": (3,), "k1": (7,), "k2": (3,)}
+
+
+def _indexed(offset: int, scale: int):
+    """x[i + offset] * scale + 5 then max(..., 9) * 5 + 9, over 8 elements of a 12-element x."""
+    def kernel(x: te.Tensor) -> te.Tensor:
+        return te.compute((8,), lambda i: te.max(x[i + offset].astype("int32") * scale + 5, 9) * 5 + 9, name="at")
+    return kernel
+
+
+def _loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """`func` without its blocks (their read regions would tell index offsets apart on their own)."""
+    passes = tvm.transform.Sequential([s_tir.transform.ConvertBlocksToOpaque(), s_tir.transform.LowerOpaqueBlock()])
+    return passes(tvm.IRModule({"main": func}))["main"]
+
+
+def _funcs(kernels) -> dict:
+    """name -> PrimFunc (its loops, no blocks) of each TE kernel of an int8 x of 12 elements."""
+    funcs = {}
+    for i, kernel in enumerate(kernels):
+        x = te.placeholder((12,), "int8", name="x")
+        funcs[f"k{i}"] = _loops(te.create_prim_func([x, kernel(x)]))
+    return funcs
+
+
+def test_index_offsets_are_not_constants() -> None:
+    """Before: x[i + 1] * 3 + 5 and x[i + 2] * 3 + 5 (equal but for a load's index offset). Expected: no group,
+    where masking the offset would have read x[i + constants[0]], an index index_checks cannot bound."""
+    assert constant_groups(_funcs([_indexed(1, 3), _indexed(2, 3)])) == []
+
+
+def test_index_offset_stays_where_values_vary() -> None:
+    """Before: x[i + 2] * 3 + 5 and x[i + 2] * 7 + 5. Expected: one group, its one slot the scale, the index
+    offset 2 an immediate of the template."""
+    groups = constant_groups(_funcs([_indexed(2, 3), _indexed(2, 7)]))
+    assert [(g.names, g.values) for g in groups] == [(("k0", "k1"), {"k0": (3,), "k1": (7,)})]
+    template, values = variable_immediates(_funcs([_indexed(2, 3)])["k0"])
+    assert "x[i + 2]" in template.script() and values[0] == 3
+
+
+def test_table_index_values_vary() -> None:
+    """Before: table[(int8)(x[i] * 3) + 128] and table[(int8)(x[i] * 7) + 128] (a lookup, its index a narrowed
+    value). Expected: one group whose slot is the scale inside the index (its range is int8's whatever the
+    scale); the table's offset 128 stays an immediate."""
+    def lookup(scale: int) -> tirx.PrimFunc:
+        x, table = te.placeholder((8,), "int8", name="x"), te.placeholder((256,), "int8", name="table")
+        return _loops(te.create_prim_func([x, table, te.compute((8,), lambda i: table[
+            (x[i].astype("int32") * scale).astype("int8").astype("int32") + 128].astype("int32") * 5 + 9)]))
+
+    groups = constant_groups({"k0": lookup(3), "k1": lookup(7)})
+    assert [(g.names, g.values) for g in groups] == [(("k0", "k1"), {"k0": (3,), "k1": (7,)})]
 
 
 def test_shared_kernel_takes_each_calls_constants() -> None:
