@@ -19,7 +19,7 @@ constants' arrays and each call's extra argument, against the loads of the const
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tvm
@@ -29,6 +29,7 @@ from tvm import relax, s_tir, tirx
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from packager.fixed_point_c import REQUANTIZE_OPS
 from tvm_ext.layers import OPERAND_ROLES_ATTR
+from tvm_ext.tir.kernel_names import constant_roles
 from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
 INT32_MIN = -(2**31)
@@ -191,9 +192,32 @@ def constant_groups(funcs: dict[str, tirx.PrimFunc]) -> list[Group]:
     return groups
 
 
-def shared_kernel(func: tirx.PrimFunc, group: Group, num_inputs: int) -> tirx.PrimFunc:
+def in_first_read_order(func: tirx.PrimFunc, num_inputs: int) -> tuple[tirx.PrimFunc, tuple[int, ...]]:
+    """(`func` with its `num_inputs` inputs in the order its body first reads them, that order as the inputs'
+    original positions): one order for kernels of equal arithmetic whose fusion listed their inputs in another
+    order (an unrolled GRU's gate chain fused as mul_sub in some steps and sub_mul in others), so that their
+    templates are structurally equal. Inputs never read keep their order, last; the outputs stay where they are."""
+    inputs = list(func.params[:num_inputs])
+    first = {}
+    for position, node in enumerate(walk(func.body)):
+        for k, param in enumerate(inputs):
+            if k not in first and node.same_as(param):
+                first[k] = position
+    order = tuple(sorted(range(num_inputs), key=lambda k: (first.get(k, float("inf")), k)))
+    if order == tuple(range(num_inputs)):
+        return func, order
+    reordered = tirx.PrimFunc([*(inputs[k] for k in order), *func.params[num_inputs:]], func.body, func.ret_type,
+                              func.attrs)
+    roles = (func.attrs or {}).get(OPERAND_ROLES_ATTR)
+    if roles is not None and len(roles) == num_inputs:
+        reordered = reordered.with_attr(OPERAND_ROLES_ATTR, [roles[k] for k in order])
+    return reordered, order
+
+
+def shared_kernel(func: tirx.PrimFunc, group: Group, roles: Sequence[str]) -> tirx.PrimFunc:
     """`func` (a member of `group`) with its immediates at the group's positions read from a new input buffer
-    CONSTANTS_ROLE (int32, one element a slot, after its `num_inputs` inputs)."""
+    CONSTANTS_ROLE (int32, one element a slot, after its inputs, whose roles (OPERAND_ROLES_ATTR) are `roles`):
+    the C parameter `constants` (tvm_ext.codegen.codegen_c names it by its role)."""
     buffer = tirx.decl_buffer((group.slots,), "int32", name=CONSTANTS_ROLE)
 
     def replace(k: int, imm: tirx.IntImm) -> tirx.Expr:
@@ -201,12 +225,20 @@ def shared_kernel(func: tirx.PrimFunc, group: Group, num_inputs: int) -> tirx.Pr
         return imm if slot is None else tirx.BufferLoad(buffer, [tirx.IntImm("int64", slot)])
 
     body = _with_immediates(func, replace).body
+    num_inputs = len(roles)
     params = [*func.params[:num_inputs], buffer, *func.params[num_inputs:]]
     shared = tirx.PrimFunc(params, body, func.ret_type, func.attrs)
+    return shared.with_attr(OPERAND_ROLES_ATTR, [*roles, CONSTANTS_ROLE])
+
+
+def input_roles(func: tirx.PrimFunc, operands: Sequence[relax.Expr]) -> list[str]:
+    """The roles of `func`'s inputs (`operands`, a call's): its OPERAND_ROLES_ATTR, else those the plan would
+    give it (`constant_roles`: weight and bias of a MAC kernel), else "data" each."""
     roles = (func.attrs or {}).get(OPERAND_ROLES_ATTR)
-    if roles is not None:
-        shared = shared.with_attr(OPERAND_ROLES_ATTR, [*roles[:num_inputs], CONSTANTS_ROLE, *roles[num_inputs:]])
-    return shared
+    if roles is not None and len(roles) == len(operands):
+        return [str(role) for role in roles]
+    constant = [isinstance(operand, tvm.ir.expr.Constant) for operand in operands]
+    return constant_roles(func, len(operands), constant) or ["data"] * len(operands)
 
 
 def _calls(main: relax.Function):
@@ -219,27 +251,34 @@ def _calls(main: relax.Function):
 
 
 def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
-    """`mod` with each paying group of kernels `main` calls (`constant_groups`, `Group.pays`) replaced by one
-    shared kernel (`shared_kernel`, named after the group's first), each call passing its constants' array."""
+    """`mod` with each paying group of kernels `main` calls (`constant_groups` of their inputs in first-read order,
+    `in_first_read_order`; `Group.pays`) replaced by one shared kernel (`shared_kernel`, named after the group's
+    first), each call passing its operands in that order and its constants' array."""
     main = mod["main"]
-    funcs, num_inputs = {}, {}
+    funcs, orders, operands_of = {}, {}, {}
     for binding in _calls(main):
         gvar = binding.value.args[0]
         if gvar.name_hint not in funcs:
-            funcs[gvar.name_hint] = mod[gvar]
-            num_inputs[gvar.name_hint] = len(binding.value.args[1].fields)
-    groups = [g for g in constant_groups(funcs) if len({num_inputs[n] for n in g.names}) == 1
-              and g.pays(_store_nodes(funcs[g.names[0]]),
-                         constant_loads(shared_kernel(funcs[g.names[0]], g, num_inputs[g.names[0]])))]
-    if not groups:
+            operands_of[gvar.name_hint] = list(binding.value.args[1].fields)
+            funcs[gvar.name_hint], orders[gvar.name_hint] = in_first_read_order(
+                mod[gvar], len(operands_of[gvar.name_hint]))
+    shared = []
+    for group in constant_groups(funcs):
+        first = group.names[0]
+        if len({len(orders[n]) for n in group.names}) != 1:
+            continue
+        kernel = shared_kernel(funcs[first], group, input_roles(
+            funcs[first], [operands_of[first][k] for k in orders[first]]))
+        if group.pays(_store_nodes(funcs[first]), constant_loads(kernel)):
+            shared.append((group, kernel))
+    if not shared:
         return mod
-    group_of = {name: group for group in groups for name in group.names}
-    dropped = {name for group in groups for name in group.names[1:]}
+    group_of = {name: group for group, _ in shared for name in group.names}
+    dropped = {name for group, _ in shared for name in group.names[1:]}
     mod = tvm.IRModule({gvar: func for gvar, func in mod.functions.items() if gvar.name_hint not in dropped},
                        attrs=mod.attrs)
-    for group in groups:
-        first = group.names[0]
-        mod[mod.get_global_var(first)] = shared_kernel(funcs[first], group, num_inputs[first])
+    for group, kernel in shared:
+        mod[mod.get_global_var(group.names[0])] = kernel
     blocks = []
     for block in main.body.blocks:
         bindings = []
@@ -249,7 +288,7 @@ def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
             group = group_of.get(name)
             if group is not None:
                 constants = relax.const(np.array(group.values[name], dtype="int32"))
-                operands = list(value.args[1].fields)
+                operands = [value.args[1].fields[k] for k in orders[name]]
                 value = relax.call_tir(mod.get_global_var(group.names[0]),
                                        relax.Tuple([*operands, constants]), binding.var.ty)
                 binding = relax.VarBinding(binding.var, value)

@@ -8,6 +8,7 @@ import tvm
 import tvm_ffi
 from tvm import relax, s_tir, te, tirx
 
+from tvm_ext.layers import OPERAND_ROLES_ATTR
 from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
                                                        share_constant_variants,
                                                        variable_immediates)
@@ -135,9 +136,44 @@ def test_shared_kernel_takes_each_calls_constants() -> None:
     assert [list(operand.value.numpy()) for _, operand in calls] == [[3, 5], [7, -2]]
     shared = mod[calls[0][0]]
     assert [p.name for p in shared.params] == ["x", CONSTANTS_ROLE, "chain"]
+    assert list(shared.attrs[OPERAND_ROLES_ATTR]) == ["data", CONSTANTS_ROLE]  # its C parameter `constants`
     text = shared.script()
     assert 'T.Cast("int32", x[v_i]) * constants[T.int64(0)] + constants[T.int64(1)]' in text
     assert len([gvar for gvar in mod.functions if gvar.name_hint != "main"]) == 1
+
+
+def _sum_chain(scale: int, swapped: bool):
+    """A TE kernel max(max(max(x * scale + y, 9) * 5, 9) * 5, 9) + 9 of int8 x and y, its parameters (x, y), or
+    (y, x) with `swapped` (as fusion lists a chain's inputs in one step and the other way in another)."""
+    def kernel(first: te.Tensor, second: te.Tensor) -> te.Tensor:
+        x, y = (second, first) if swapped else (first, second)
+
+        def value(i):
+            wide = x[i].astype("int32") * scale + y[i].astype("int32")
+            return te.max(te.max(te.max(wide, 9) * 5, 9) * 5, 9) + 9
+        return te.compute(x.shape, value, name="chain")
+    return kernel
+
+
+def test_inputs_in_other_orders_share_one_kernel() -> None:
+    """Before: main calls chain(x * 3 + y) with parameters (x, y) and chain(x * 7 + y) with parameters (y, x).
+    Expected: one shared kernel of parameters (x, y, constants), both calls passing x then y, then (3,) and
+    (7,)."""
+    bb = relax.BlockBuilder()
+    x, y = (relax.Var(name, relax.TensorType((8,), "int8")) for name in "xy")
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            first = bb.emit_te(_sum_chain(3, swapped=False), x, y, primfunc_name_hint="chain")
+            second = bb.emit_te(_sum_chain(7, swapped=True), y, x, primfunc_name_hint="chain")
+            out = bb.emit_output(relax.Tuple([first, second]))
+        bb.emit_func_output(out)
+    mod = share_constant_variants(bb.get())
+    calls = [binding.value for block in mod["main"].body.blocks for binding in block.bindings
+             if isinstance(binding.value, relax.Call) and binding.value.op.same_as(tvm.ir.Op.get("relax.call_tir"))]
+    assert len({call.args[0].name_hint for call in calls}) == 1
+    assert [[operand.same_as(var) for operand, var in zip(call.args[1].fields, (x, y))] for call in calls] == \
+        [[True, True], [True, True]]
+    assert [list(call.args[1].fields[2].value.numpy()) for call in calls] == [[3], [7]]
 
 
 def test_small_kernels_are_not_shared() -> None:
@@ -156,8 +192,11 @@ def test_unrolled_gru_steps_share_kernels(compiled) -> None:
     assert bundle.selftest is not None and bundle.selftest.passed
     gates = Counter(call.kernel for call in bundle.plan.calls if "logistic" in call.kernel)
     assert sum(gates.values()) >= 40 and len(gates) < sum(gates.values())
+    shared = [name for name in gates if bundle.plan.calls and gates[name] > 1]
     kernels = (bundle.out_dir / "kws_gru_40x16_int8_kernels.c").read_text()
-    assert any(line.startswith("void ") and "const int32_t* " in line for line in kernels.splitlines())
+    signatures = [line for line in kernels.splitlines() if line.startswith("void ")]
+    assert shared and all(any(f"_{name}(" in line and "const int32_t* constants" in line for line in signatures)
+                          for name in shared)
 
 
 def test_constant_loads_weigh_against_the_code_saved() -> None:
