@@ -291,6 +291,7 @@ class HeliumMacSchedules(DualMacSchedules):
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
         tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
                                           HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
+        tailed = biased_requantize_calls(tailed)  # an element loop's rescales (`biased_requantize`)
         # a requantization that may shift left has its bundle define the vector requantization's VSHL
         return with_left_shifts_recorded(tailed) if may_shift_left(func) else tailed
 
