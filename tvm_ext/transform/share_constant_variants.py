@@ -7,8 +7,8 @@ differ in immediates and `unique_kernels` (tvm_ext.plan.extract_plan) emits one 
 int32 immediate of a kernel's stored values (`variable_immediates`) is one position of the kernel's *template*;
 kernels whose templates are structurally equal form a group, and the positions whose values differ between its
 members become loads from a new input buffer, ``constants``, that the call passes: the array of that call's
-values. Positions every member agrees on stay immediates, and so does the shift of each requantization call
-(`_SHIFT_KEPT`): the helper folds its nudge and shift with it, so kernels of other shifts are other groups; the
+values. Positions every member agrees on stay immediates, and so does the shift of each general requantization
+call (`_SHIFT_KEPT`): its helper folds its nudge and shift with it, so kernels of other shifts are other groups; the
 direction of a shift and the other choices made from the constants (the helper's form, `right_shift_only`) are the
 call's operator, part of the template.
 
@@ -34,12 +34,13 @@ from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
 INT32_MIN = -(2**31)
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
-_SHIFT_KEPT = frozenset(REQUANTIZE_OPS.values())
+_SHIFT_KEPT = frozenset(REQUANTIZE_OPS[helper] for helper in ("double", "single"))
 """The requantizations (TFLite's MultiplyByQuantizedMultiplier forms) whose third argument, the shift, stays an
-immediate: with it the helper's nudge and shift fold into constants. Shared, kws_gru24_31x13's shifts cost rv32imc
-4.9 % and cortex-m55 8.7 % more instructions (for 14.8 and 10.6 KB less code); kept, 1.0 % and 1.7 % (3.8 and
-2.9 KB). The DSP cores' biased helper (`backends.cortex_m.schedules.biased_requantize`, already in the kernels
-here) takes its shift and bias as arguments: cortex-m4f shares them at 1.4 % (25,352 -> 14,264 B of code)."""
+immediate: the general ones, whose helpers branch on its sign or build 64-bit shifts from it. The right-shift-only
+ones ("double_right_shift", "double_small") share it: a run-time shift costs them one NOT (e - 1 = ~shift), the
+RISC-V form (`SMALL_RIGHT_SHIFT_MULH`) two instructions more than a constant one, and the DSP and Helium cores'
+element loops call the biased helper (`backends.cortex_m.schedules.biased_requantize`), which takes its shift and
+bias as arguments anyway."""
 _NARROW_INTEGERS = frozenset({"int8", "uint8", "int16", "uint16"})
 CONSTANTS_ROLE = "constants"
 """The role (tvm_ext.layers.OPERAND_ROLES_ATTR) and buffer name of a shared kernel's array of constants."""
