@@ -53,8 +53,7 @@ CALL_ARGUMENT_BYTES = 4
 
 
 def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
-    """`stmt` with `map_nodes(value, rewrite)` for each stored value, inside blocks too (`map_nodes` order:
-    stores in source order, each value's nodes in pre-order)."""
+    """`stmt` with `rewrite(value)` for each stored value, inside blocks too (stores in source order)."""
     if isinstance(stmt, s_tir.SBlockRealize):
         block = _map_stores(stmt.block, rewrite)
         return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
@@ -64,7 +63,7 @@ def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
             stmt.iter_vars, stmt.reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
             stmt.match_buffers, stmt.annotations)
     if isinstance(stmt, tirx.BufferStore):
-        value = map_nodes(stmt.value, rewrite)
+        value = rewrite(stmt.value)
         return stmt if value.same_as(stmt.value) else tirx.BufferStore(stmt.buffer, value, stmt.indices)
     return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite))
 
@@ -75,8 +74,68 @@ def _narrowing(node) -> bool:
     return isinstance(node, tirx.Cast) and str(node.ty.dtype) in _NARROW_INTEGERS
 
 
+def _int32(node) -> bool:
+    return str(node.ty.dtype) == "int32"
+
+
+def _offset(node) -> Optional[tuple[tirx.Expr, int]]:
+    """(x, c) where `node` is x + c or x - (-c) of an int32 immediate c (int32 x), else None."""
+    if isinstance(node, (tirx.Add, tirx.Sub)) and isinstance(node.b, tirx.IntImm) and _int32(node.b):
+        if isinstance(node, tirx.Add):
+            return node.a, int(node.b.value)
+        if int(node.b.value) != INT32_MIN:
+            return node.a, -int(node.b.value)
+    return None
+
+
+def explicit_offsets(value: tirx.Expr) -> tirx.Expr:
+    """`value` with each int32 operand (of an addition, subtraction, multiplication, minimum, maximum or call) in
+    the form x + c, c an int32 immediate: 0 where it has none. The lowering leaves out an offset that is 0 (a zero
+    point, a rescaled bias) and writes x + c for c > 0 and x - |c| for c < 0, so the kernels of an unrolled chain
+    whose steps differ in such constants differ in form; so written, they are one template (`variable_immediates`)."""
+    def operand(node: tirx.Expr) -> tirx.Expr:
+        if isinstance(node, tirx.IntImm) or not _int32(node):
+            return map_nodes(node, explicit)
+        offset = _offset(node)
+        if offset is not None:
+            return tirx.Add(map_nodes(offset[0], explicit), tirx.IntImm("int32", offset[1]))
+        return tirx.Add(map_nodes(node, explicit), tirx.IntImm("int32", 0))
+
+    def in_index(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return tirx.BufferLoad(node.source, [map_nodes(index, in_index) for index in node.indices])
+        if _narrowing(node):
+            return tirx.Cast(str(node.ty.dtype), map_nodes(node.value, explicit))
+        return None
+
+    def explicit(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return in_index(node)
+        if isinstance(node, (tirx.Add, tirx.Sub, tirx.Mul, tirx.Min, tirx.Max)) and _int32(node):
+            offset = _offset(node)
+            if offset is not None:
+                return tirx.Add(map_nodes(offset[0], explicit), tirx.IntImm("int32", offset[1]))
+            return type(node)(operand(node.a), operand(node.b))
+        if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name.startswith("tvm_ext."):
+            return tvm.ir.Call(node.op, [operand(arg) for arg in node.args], node.attrs, ret_ty=node.ty)
+        return None
+
+    return map_nodes(value, explicit)
+
+
+def _without_zero_offsets(value: tirx.Expr) -> tirx.Expr:
+    """`value` without the additions of an immediate 0 (`explicit_offsets`' that no member of a group varies)."""
+    def bare(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tirx.Add) and isinstance(node.b, tirx.IntImm) and int(node.b.value) == 0:
+            return map_nodes(node.a, bare)
+        return None
+
+    return map_nodes(value, bare)
+
+
 def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], tirx.Expr]) -> tirx.PrimFunc:
-    """`func` with its k-th variable immediate (`variable_immediates`' order) replaced by `replace(k, imm)`.
+    """`func` with its k-th variable immediate (`variable_immediates`' order: in each stored value, its offsets
+    explicit (`explicit_offsets`), in pre-order) replaced by `replace(k, imm)`.
 
     Only the immediates of stored values vary, never an index's: a load's indices keep their immediates (an
     offset there would read x[i + constants[k]], which index_checks cannot bound), except under a narrowing cast
@@ -99,17 +158,13 @@ def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], 
         if isinstance(node, tirx.IntImm) and str(node.ty.dtype) == "int32":
             count[0] += 1
             return replace(count[0] - 1, node)
-        if isinstance(node, tirx.Sub) and isinstance(node.b, tirx.IntImm) and str(node.b.ty.dtype) == "int32" \
-                and int(node.b.value) != INT32_MIN:
-            # The lowering writes x + c for c > 0 and x - |c| for c < 0: one form, so both are one template.
-            return tirx.Add(map_nodes(node.a, rewrite), map_nodes(tirx.IntImm("int32", -int(node.b.value)), rewrite))
         if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name in _SHIFT_KEPT:
             acc, multiplier, shift = node.args
             return tvm.ir.Call(node.op, [map_nodes(acc, rewrite), map_nodes(multiplier, rewrite), shift], node.attrs,
                                ret_ty=node.ty)
         return None
 
-    return func.with_body(_map_stores(func.body, rewrite))
+    return func.with_body(_map_stores(func.body, lambda value: map_nodes(explicit_offsets(value), rewrite)))
 
 
 def variable_immediates(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, tuple[int, ...]]:
@@ -225,7 +280,7 @@ def shared_kernel(func: tirx.PrimFunc, group: Group, roles: Sequence[str]) -> ti
         slot = group.slot_of.get(k)
         return imm if slot is None else tirx.BufferLoad(buffer, [tirx.IntImm("int64", slot)])
 
-    body = _with_immediates(func, replace).body
+    body = _map_stores(_with_immediates(func, replace).body, _without_zero_offsets)
     num_inputs = len(roles)
     params = [*func.params[:num_inputs], buffer, *func.params[num_inputs:]]
     shared = tirx.PrimFunc(params, body, func.ret_type, func.attrs)

@@ -50,12 +50,13 @@ def _called(mod: tvm.IRModule) -> list:
 
 
 def test_template_reads_subtraction_as_addition() -> None:
-    """Before: x * 3 - 4 and x * 7 + 2. Expected: one template, the values (3, -4, ...) and (7, 2, ...)."""
+    """Before: x * 3 - 4 and x * 7 + 2. Expected: one template, the values (0, 3, -4, ...) and (0, 7, 2, ...) (x's
+    explicit offset 0 first)."""
     a = variable_immediates(te.create_prim_func(_as_tensors(_chain(3, -4, subtract=True))))
     b = variable_immediates(te.create_prim_func(_as_tensors(_chain(7, 2))))
     assert tvm_ffi.structural_equal(a[0], b[0])
-    assert a[1][:2] == (3, -4) and b[1][:2] == (7, 2)
-    assert len(a[1]) > 2 and a[1][2:] == b[1][2:]  # the chain's other immediates, equal
+    assert a[1][:3] == (0, 3, -4) and b[1][:3] == (0, 7, 2)
+    assert len(a[1]) > 3 and a[1][3:] == b[1][3:]  # the chain's other immediates, equal
 
 
 def _as_tensors(kernel) -> list:
@@ -73,7 +74,7 @@ def test_groups_share_differing_positions_only() -> None:
     groups = constant_groups(funcs)
     assert len(groups) == 1
     assert groups[0].names == ("k0", "k1", "k2")
-    assert groups[0].slot_of == {0: 0}
+    assert groups[0].slot_of == {1: 0}
     assert groups[0].values == {"k0": (3,), "k1": (7,), "k2": (3,)}
 
 
@@ -111,7 +112,7 @@ def test_index_offset_stays_where_values_vary() -> None:
     groups = constant_groups(_funcs([_indexed(2, 3), _indexed(2, 7)]))
     assert [(g.names, g.values) for g in groups] == [(("k0", "k1"), {"k0": (3,), "k1": (7,)})]
     template, values = variable_immediates(_funcs([_indexed(2, 3)])["k0"])
-    assert "x[i + 2]" in template.script() and values[0] == 3
+    assert "x[i + 2]" in template.script() and values[:2] == (0, 3)
 
 
 def test_table_index_values_vary() -> None:
@@ -174,6 +175,15 @@ def test_inputs_in_other_orders_share_one_kernel() -> None:
     assert [[operand.same_as(var) for operand, var in zip(call.args[1].fields, (x, y))] for call in calls] == \
         [[True, True], [True, True]]
     assert [list(call.args[1].fields[2].value.numpy()) for call in calls] == [[3], [7]]
+
+
+def test_offsets_left_out_are_zero() -> None:
+    """Before: x * 3 + 5 and x * 7 (its offset 0, which the lowering leaves out), each in a chain. Expected: one
+    template, one group whose slots are the scale and the offset, (3, 5) and (7, 0)."""
+    funcs = {f"k{i}": te.create_prim_func(_as_tensors(kernel)) for i, kernel in enumerate([_chain(3, 5), _chain(7, 0)])}
+    assert 'T.Cast("int32", x[v_i]) * 7, 9)' in funcs["k1"].script()  # no "+ 0": the forms differ
+    groups = constant_groups(funcs)
+    assert [(g.names, g.values) for g in groups] == [(("k0", "k1"), {"k0": (3, 5), "k1": (7, 0)})]
 
 
 def test_small_kernels_are_not_shared() -> None:
