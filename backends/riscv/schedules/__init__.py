@@ -27,6 +27,7 @@ import functools
 from tvm import tirx
 
 from backends.backend import KernelSchedules
+from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
@@ -112,7 +113,8 @@ class RiscvMacSchedules:
                                               helper=RISCV_DOUBLE_EPILOGUE)
         tiles = conv_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES),
                                  RISCV_CONV_TILES4)
-        return fc_rows_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES), RISCV_FC_ROWS)
+        rows = fc_rows_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES), RISCV_FC_ROWS)
+        return biased_requantize_calls(rows)  # an element loop's rescales (`biased_requantize`)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
