@@ -1,4 +1,5 @@
-"""The DSP cores' scalar requantizations of an element loop as calls of `<prefix>_requantize_biased`
+"""The DSP and Helium cores' (and the RISC-V cores', through the helper's portable path: MUL and MULH) scalar
+requantizations of an element loop as calls of `<prefix>_requantize_biased`
 (`backends.cortex_m.helpers.templates.requantize_biased.h.in`: SMMLAR, the sign term and the shift, inlined with
 constant arguments), the zero point added after a requantization folded into its bias.
 
