@@ -28,7 +28,8 @@ from tvm import relax, s_tir, tirx
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from packager.fixed_point_c import REQUANTIZE_OPS
-from tvm_ext.layers import OPERAND_ROLES_ATTR
+from tvm_ext.layers import (BROADCAST_LOOKUP_ATTR, CONSTANT_RANGES_ATTR, ELEMENTWISE_LOOKUP_ATTR, INDEX_GUARDS_ATTR,
+                            OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR)
 from tvm_ext.tir.kernel_names import constant_roles
 from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
@@ -41,6 +42,9 @@ ones ("double_right_shift", "double_small") share it: a run-time shift costs the
 RISC-V form (`SMALL_RIGHT_SHIFT_MULH`) two instructions more than a constant one, and the DSP and Helium cores'
 element loops call the biased helper (`backends.cortex_m.schedules.biased_requantize`), which takes its shift and
 bias as arguments anyway."""
+_OPERAND_INDEX_ATTRS = (STATE_OPERAND_ATTR, INDEX_GUARDS_ATTR, CONSTANT_RANGES_ATTR, ELEMENTWISE_LOOKUP_ATTR,
+                        BROADCAST_LOOKUP_ATTR)
+"""The kernel attributes (tvm_ext.layers) that name operands by their position."""
 _NARROW_INTEGERS = frozenset({"int8", "uint8", "int16", "uint16"})
 CONSTANTS_ROLE = "constants"
 """The role (tvm_ext.layers.OPERAND_ROLES_ATTR) and buffer name of a shared kernel's array of constants."""
@@ -252,7 +256,10 @@ def in_first_read_order(func: tirx.PrimFunc, num_inputs: int) -> tuple[tirx.Prim
     """(`func` with its `num_inputs` inputs in the order its body first reads them, that order as the inputs'
     original positions): one order for kernels of equal arithmetic whose fusion listed their inputs in another
     order (an unrolled GRU's gate chain fused as mul_sub in some steps and sub_mul in others), so that their
-    templates are structurally equal. Inputs never read keep their order, last; the outputs stay where they are."""
+    templates are structurally equal. Inputs never read keep their order, last; the outputs stay where they are. A
+    kernel whose attributes name its operands by position (`_OPERAND_INDEX_ATTRS`) keeps its order."""
+    if any(attr in (func.attrs or {}) for attr in _OPERAND_INDEX_ATTRS):
+        return func, tuple(range(num_inputs))
     inputs = list(func.params[:num_inputs])
     first = {}
     for position, node in enumerate(walk(func.body)):
