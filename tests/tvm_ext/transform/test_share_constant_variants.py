@@ -8,9 +8,9 @@ import tvm
 import tvm_ffi
 from tvm import relax, s_tir, te, tirx
 
-from tvm_ext.layers import OPERAND_ROLES_ATTR
+from tvm_ext.layers import OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR
 from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
-                                                       share_constant_variants,
+                                                       in_first_read_order, share_constant_variants,
                                                        variable_immediates)
 
 
@@ -184,6 +184,16 @@ def test_offsets_left_out_are_zero() -> None:
     assert 'T.Cast("int32", x[v_i]) * 7, 9)' in funcs["k1"].script()  # no "+ 0": the forms differ
     groups = constant_groups(funcs)
     assert [(g.names, g.values) for g in groups] == [(("k0", "k1"), {"k0": (3, 5), "k1": (7, 0)})]
+
+
+def test_operands_named_by_position_keep_their_order() -> None:
+    """Before: chain(x * 3 + y) of parameters (y, x), once plain and once marked with an SVDF's state operand (an
+    attribute naming an operand by its position). Expected: the plain one in first-read order (x, y): (1, 0); the
+    marked one as it is: (0, 1)."""
+    x, y = (te.placeholder((8,), "int8", name=name) for name in "xy")
+    func = te.create_prim_func([y, x, _sum_chain(3, swapped=True)(y, x)])
+    assert in_first_read_order(func, 2)[1] == (1, 0)
+    assert in_first_read_order(func.with_attr(STATE_OPERAND_ATTR, 0), 2)[1] == (0, 1)
 
 
 def test_small_kernels_are_not_shared() -> None:
