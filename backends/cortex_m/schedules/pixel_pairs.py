@@ -84,9 +84,23 @@ def _realize_at(realize: s_tir.SBlockRealize, mapping: dict) -> s_tir.SBlockReal
     """``realize`` with the variables of ``mapping`` replaced in its bindings (KeyError: a form we do not
     rewrite)."""
     values = [substitute_index(value, mapping) for value in realize.iter_values]
-    if not isinstance(realize.predicate, tirx.IntImm):
-        raise KeyError("a predicated block")
-    return s_tir.SBlockRealize(values, realize.predicate, realize.block)
+    return s_tir.SBlockRealize(values, _predicate_at(realize.predicate, mapping), realize.block)
+
+
+_COMPARISONS = (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE)
+
+
+def _predicate_at(predicate, mapping: dict):
+    """A block's ``predicate`` with the variables of ``mapping`` replaced: a constant, comparisons of index
+    expressions, their conjunctions (a padded channel tile's ``tile * 4 + channel < channels``; KeyError: another
+    form)."""
+    if isinstance(predicate, tirx.IntImm):
+        return predicate
+    if isinstance(predicate, _COMPARISONS):
+        return type(predicate)(substitute_index(predicate.a, mapping), substitute_index(predicate.b, mapping))
+    if isinstance(predicate, tirx.And):
+        return tirx.And(_predicate_at(predicate.a, mapping), _predicate_at(predicate.b, mapping))
+    raise KeyError(type(predicate).__name__)
 
 
 def _pair_around(stmt: tirx.Stmt, reduction: tirx.For, call: s_tir.SBlockRealize, pixel: tirx.Var) -> tirx.Stmt:
