@@ -79,10 +79,11 @@ from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_
 from backends.cortex_m.schedules.depthwise_spread import spread_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
-from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_UNTABLED_EPILOGUE,
-                                                              REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_EPILOGUE,
+                                                              DSP_UNTABLED_EPILOGUE, LUT_ENTRIES, REQUANTIZE_S8_OPS,
+                                                              REQUANTIZE_SMALL_LUT_OPS, REQUANTIZE_SMALL_OPS,
                                                               EpilogueHelper, requantize_epilogue,
-                                                              requantize_epilogue_call)
+                                                              requantize_epilogue_call, requantized)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import UnknownTirNode, map_leaves, map_nodes, vars_read, walk, with_root_loops_replaced
@@ -96,8 +97,12 @@ DOUBLE_ROUNDING_LOOPS = EpilogueHelper(DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS)
 """The matcher of a pair's scalar requantization loop of any double rounding (``DOUBLE_ROUNDING_OPS``, through
 ``requantize_epilogue_call``): a matched loop's call takes a ``REQUANTIZE_S8_OPS`` op, which ``FUSED_OPS`` turns into
 the fused helper's (``PAIR_TILES_DOUBLE_OPS``) here only; no such call reaches a DSP kernel."""
+PAIR_TILES_LUT_OPS = by_bias("tvm_ext.pair_tiles_lut_s8")
+"""The fused helper's op per bias type with a lookup table after the DSP epilogue (its table epilogue's,
+``requantize_epilogue.REQUANTIZE_SMALL_LUT_OPS``: a LEAKY_RELU convolution's)."""
 FUSED_OPS = {**{op: PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_SMALL_OPS.items()},
-             **{op: PAIR_TILES_DOUBLE_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()}}
+             **{op: PAIR_TILES_DOUBLE_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()},
+             **{op: PAIR_TILES_LUT_OPS[bias] for bias, op in REQUANTIZE_SMALL_LUT_OPS.items()}}
 """The fused helper's op per epilogue op."""
 # pair_tiles_s8(out, x, q, w, bias, multiplier, shift, zero_point, x_row_stride, rows, row_len, x_pixel_stride,
 # out_pixel_stride, w_channel_stride, channels): out[p * out_pixel_stride + c] and the epilogue's constants
@@ -114,6 +119,10 @@ for _bias, _op in PAIR_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias), PAIR_TILES_ACCESS)
 for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
     register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True), PAIR_TILES_ACCESS)
+# pair_tiles_lut_s8(..., channels, table): PAIR_TILES_ACCESS's elements and the table's LUT_ENTRIES.
+PAIR_TILES_LUT_ACCESS = HelperAccess((*PAIR_TILES_ACCESS.pointers, PointerAccess(15, (Axis(LUT_ENTRIES, 1),))))
+for _bias, _op in PAIR_TILES_LUT_OPS.items():
+    register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias, table=True), PAIR_TILES_LUT_ACCESS)
 
 PAIR_DIRECT_OP = "tvm_ext.pair_tiles_direct_s8"
 """The scratch-free form's op, every bias type and rounding (``without_pair_scratch``)."""
@@ -141,14 +150,19 @@ _DIRECT_FORMS = {**{op: (_BIAS_BYTES[bias], 0) for bias, op in PAIR_TILES_OPS.it
 
 def fuses_pairs(stmt: tirx.Stmt) -> bool:
     """Whether ``stmt`` (a kernel's or a pixel's statements) requantizes more than one channel tile of sums with
-    a double rounding and per-channel constants, no lookup table (``requantize_epilogue``), which the fused
-    helper computes: its pairs' loops over their channel tiles become pair-tiles calls (``pair_tiles_calls``),
-    so the pairs need not be widened first (a single tile leaves no loop to fuse)."""
+    a double rounding and per-channel constants (``requantize_epilogue``), no lookup table or one after the DSP
+    epilogue's rounding over whole tiles of channels (``PAIR_TILES_LUT_OPS``: a padded last tile's table keeps its
+    pairs' calls, widened), which the fused helper computes: its pairs' loops over their channel tiles become
+    pair-tiles calls (``pair_tiles_calls``), so the pairs need not be widened first (a single tile leaves no loop
+    to fuse)."""
     for node in walk(stmt):
-        epilogue = requantize_epilogue(node.body, DOUBLE_ROUNDING_LOOPS.roundings) \
+        epilogue = requantize_epilogue(node.body, DOUBLE_ROUNDING_LOOPS.roundings, tables=True) \
             if isinstance(node, s_tir.SBlock) else None
         if epilogue is not None:
             channels = epilogue.store.buffer.shape[-1]
+            if epilogue.table is not None:
+                return isinstance(channels, tirx.IntImm) and int(channels) > TILE and int(channels) % TILE == 0 \
+                    and requantized(epilogue.store, DSP_EPILOGUE.roundings, tables=True) is not None
             return not isinstance(channels, tirx.IntImm) or int(channels) > TILE
     return False
 
@@ -374,15 +388,16 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
     outs = []
     for (requantization, _), acc in zip(requantizations, (acc_a, acc_b)):
         out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
+        count = requantization.args[6]
         if None in (out, read, *epilogue) or not read.source.same_as(acc.source) \
                 or constant(flat_offset(read) - flat_offset(acc)) != 0 \
-                or int(requantization.args[6]) != tile_channels:
+                or not isinstance(count, tirx.IntImm) or int(count) != tile_channels:
             return None
         outs.append((requantization, out, epilogue))
     (first, out, epilogue), (other, out_b, epilogue_b) = outs
     if first.op.name != other.op.name or not out_b.source.same_as(out.source) \
-            or not tvm_ffi.structural_equal(list(first.args[2:6]), list(other.args[2:6])):
-        return None
+            or not tvm_ffi.structural_equal([*first.args[2:6], *first.args[7:]], [*other.args[2:6], *other.args[7:]]):
+        return None  # the same constants (and table, if any) for both pixels
     out_pixel_stride = constant(flat_offset(out_b) - flat_offset(out))
     if out_pixel_stride is None or out_pixel_stride < channels:
         return None  # the pixels' outputs must not overlap
@@ -408,8 +423,11 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
             *helpers.window_args(window, out_pixel_stride, int(loop.extent))]
     if bound is not None:
         args[-1] = channels  # the window arguments' last: the channels
-    call = tirx.call_intrin("int32", fused, *args)
-    reads = [_whole(load.source) for load in (x, w, *epilogue)]
+    tables = [pointee(arg) for arg in first.args[7:]]  # the table epilogue's (PAIR_TILES_LUT_OPS), last
+    if None in tables:
+        return None
+    call = tirx.call_intrin("int32", fused, *args, *first.args[7:])
+    reads = [_whole(load.source) for load in (x, w, *epilogue, *tables)]
     writes = [_whole(out.source)]
     block = s_tir.SBlock([], reads, writes, "pair_tiles", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
