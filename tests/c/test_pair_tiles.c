@@ -16,8 +16,8 @@
  * (pair_tiles_direct.h.in: no scratch, the inputs widened on the fly; q left untouched), and every "double_small"
  * case lp_pair_tiles_part_s8 (_b16; pair_tiles_part.h.in) on a channel count that is not a multiple of four (1 to 12:
  * an odd last channel, or a last tile of two), and lp_pair_tiles_lut_s8 (_b16; lp_pair_tiles_eight_any with the table on
- * eight-input windows) with a table permuting the int8 values, its outputs mapped back by the inverse permutation
- * before the check. Prints "ok <count>" and exits 0, or names the first failures and
+ * eight-input windows) and lp_pair_tiles_part_lut_s8 (_b16) with a table permuting the int8 values, its outputs mapped
+ * back by the inverse permutation before the check. Prints "ok <count>" and exits 0, or names the first failures and
  * exits 1. */
 #include <stdint.h>
 #include <stdio.h>
@@ -61,8 +61,9 @@ int main(void)
             draw_pair_constants(&k, MAX_CHANNELS, rounding_any, 0, cases, &state);
             int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
             int32_t returned, wrong;
-            for (int direct = 0; direct < (rounding_any ? 2 : 4); ++direct) { /* 2: the partial tiles, 3: the table */
-                const int part = direct == 2, lut = direct == 3;
+            for (int direct = 0; direct < (rounding_any ? 2 : 5); ++direct) {
+                /* 2: the partial tiles, 3: the table, 4: the partial tiles and the table */
+                const int part = direct == 2 || direct == 4, lut = direct >= 3;
                 const int eight = wc.rows * wc.row_len == 8 && wc.row_len % 4 == 0 && variant % 2 == 1;
                 const int32_t count = part ? variant % 4 * 3 + 1 + i % 3 : channels;
                 const int32_t out_pixel_stride = count + PAIR_GUARD;
@@ -77,7 +78,17 @@ int main(void)
                 const pair_guarded g = pair_guard(out, out_pixel_stride, 2, count, xo, &wc, q, direct == 1 ? 0 : words,
                                                   wo, guarded_span(w_channels, wc.rows * wc.row_len,
                                                                    wc.w_channel_stride, 1), &k, narrow);
-                if (lut && eight) {
+                if (lut && part && narrow) {
+                    returned = lp_pair_tiles_part_lut_s8_b16(g.out, g.x, g.q, g.w, g.bias16, g.multiplier, g.shift,
+                                                             k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                             wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
+                                                             count, table);
+                } else if (lut && part) {
+                    returned = lp_pair_tiles_part_lut_s8(g.out, g.x, g.q, g.w, g.bias, g.multiplier, g.shift,
+                                                         k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                         wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
+                                                         count, table);
+                } else if (lut && eight) {
                     returned = lp_pair_tiles_eight_any(g.out, g.x, g.w,
                                                        narrow ? (const void *)g.bias16 : (const void *)g.bias,
                                                        narrow ? 2 : 4, 0, g.multiplier, g.shift, k.zero_point,

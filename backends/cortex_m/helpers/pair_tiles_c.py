@@ -52,10 +52,10 @@ def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False, tab
     return bias_form(name, bias)
 
 
-def pair_part_helper_name(prefix: str, bias: str) -> str:
+def pair_part_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the partial pair tiles' helper (PAIR_PART_TEMPLATE) for biases of type `bias` ("int32" or
-    "int16") in the bundle `prefix`."""
-    return bias_form(f"{prefix}_pair_tiles_part_s8", bias)
+    "int16") in the bundle `prefix`; with `table`, the one whose outputs are then looked up in a table."""
+    return bias_form(f"{prefix}_pair_tiles_part_lut_s8" if table else f"{prefix}_pair_tiles_part_s8", bias)
 
 
 def pair_direct_helper_name(prefix: str) -> str:

@@ -64,6 +64,7 @@ from typing import Optional
 import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
+from tvm.sym import Analyzer
 
 from backends.backend import ScratchFreeForm
 from backends.bias_forms import by_bias
@@ -142,6 +143,12 @@ the next whole tile (the lowering's zero channels), three rows past ``channels``
 for _bias, _op in PAIR_PART_OPS.items():
     register_helper_call(_op, PAIR_PART_HELPERS, functools.partial(pair_part_helper_name, bias=_bias),
                          with_tile_overread(PAIR_TILES_ACCESS, 3, 13))
+PAIR_PART_LUT_OPS = by_bias("tvm_ext.pair_tiles_part_lut_s8")
+"""PAIR_PART_OPS' helpers with a lookup table after the epilogue (PAIR_TILES_LUT_OPS' call, its last tile of fewer
+channels: a padded last tile's table epilogue call, ``requantize_epilogue_call`` with ``partial_tables``)."""
+for _bias, _op in PAIR_PART_LUT_OPS.items():
+    register_helper_call(_op, PAIR_PART_HELPERS, functools.partial(pair_part_helper_name, bias=_bias, table=True),
+                         with_tile_overread(PAIR_TILES_LUT_ACCESS, 3, 13))
 _BIAS_BYTES = {"int32": 4, "int16": 2}
 _DIRECT_FORMS = {**{op: (_BIAS_BYTES[bias], 0) for bias, op in PAIR_TILES_OPS.items()},
                  **{op: (_BIAS_BYTES[bias], 1) for bias, op in PAIR_TILES_DOUBLE_OPS.items()}}
@@ -151,8 +158,7 @@ _DIRECT_FORMS = {**{op: (_BIAS_BYTES[bias], 0) for bias, op in PAIR_TILES_OPS.it
 def fuses_pairs(stmt: tirx.Stmt) -> bool:
     """Whether ``stmt`` (a kernel's or a pixel's statements) requantizes more than one channel tile of sums with
     a double rounding and per-channel constants (``requantize_epilogue``), no lookup table or one after the DSP
-    epilogue's rounding over whole tiles of channels (``PAIR_TILES_LUT_OPS``: a padded last tile's table keeps its
-    pairs' calls, widened), which the fused helper computes: its pairs' loops over their channel tiles become
+    epilogue's rounding (``PAIR_TILES_LUT_OPS``, ``PAIR_PART_LUT_OPS``), which the fused helper computes: its pairs' loops over their channel tiles become
     pair-tiles calls (``pair_tiles_calls``), so the pairs need not be widened first (a single tile leaves no loop
     to fuse)."""
     for node in walk(stmt):
@@ -161,7 +167,7 @@ def fuses_pairs(stmt: tirx.Stmt) -> bool:
         if epilogue is not None:
             channels = epilogue.store.buffer.shape[-1]
             if epilogue.table is not None:
-                return isinstance(channels, tirx.IntImm) and int(channels) > TILE and int(channels) % TILE == 0 \
+                return isinstance(channels, tirx.IntImm) and int(channels) > TILE \
                     and requantized(epilogue.store, DSP_EPILOGUE.roundings, tables=True) is not None
             return not isinstance(channels, tirx.IntImm) or int(channels) > TILE
     return False
@@ -278,7 +284,8 @@ DSP_PAIR_TILES = PairTileHelpers(
     (DUAL_MAC_2PX_OP,), _dsp_window, TILE, DOUBLE_ROUNDING_LOOPS, FUSED_OPS, q15_scratch_words,
     lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
                                              out_pixel_stride, window.w_tile_step // TILE, tiles * TILE],
-    (DSP_UNTABLED_EPILOGUE, {PAIR_TILES_OPS[bias]: op for bias, op in PAIR_PART_OPS.items()}))
+    (DSP_UNTABLED_EPILOGUE, {**{PAIR_TILES_OPS[bias]: op for bias, op in PAIR_PART_OPS.items()},
+                             **{PAIR_TILES_LUT_OPS[bias]: op for bias, op in PAIR_PART_LUT_OPS.items()}}))
 """The DSP cores': the two-pixel dual MAC, four channels a tile, the pair's inputs widened once into a scratch
 (``templates/pair_tiles.h.in``; the call of PAIR_TILES_ACCESS); a channel count that is not a multiple of four
 ``templates/pair_tiles_part.h.in``."""
@@ -340,6 +347,26 @@ def _requantizations(stmts: list, helpers: PairTileHelpers, tile=None
     return found, bounds
 
 
+def _counted_bound(requantization: tvm.ir.Call, loop: tirx.For, tile_channels: int) -> Optional[int]:
+    """The channel bound of an epilogue call whose count (argument 6) is ``min(tile_channels, bound - tile *
+    tile_channels)`` at every iteration of the tile loop ``loop`` (a padded last tile's table epilogue,
+    ``requantize_epilogue_call`` with ``partial_tables``), else None."""
+    count, tile = requantization.args[6], loop.loop_var
+    analyzer = Analyzer()
+    values = []
+    for step in range(int(loop.min), int(loop.min) + int(loop.extent)):
+        value = analyzer.simplify(map_leaves(count, lambda n: tirx.const(step, str(tile.ty.dtype))
+                                             if n.same_as(tile) else n))
+        if not isinstance(value, tirx.IntImm):
+            return None
+        values.append((step, int(value)))
+    last, at_last = values[-1]
+    bound = last * tile_channels + at_last
+    if any(value != min(tile_channels, bound - step * tile_channels) for step, value in values):
+        return None
+    return bound
+
+
 def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
                     helpers: PairTileHelpers = DSP_PAIR_TILES) -> Optional[s_tir.SBlockRealize]:
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or None
@@ -361,6 +388,12 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
     if read is None:
         return None
     requantizations, tested = read
+    counted = [bound is None and not isinstance(call.args[6], tirx.IntImm) for (call, _), bound in
+               zip(requantizations, tested)]
+    tested = [_counted_bound(call, loop, helpers.tile) if by_count else bound
+              for (call, _), bound, by_count in zip(requantizations, tested, counted)]
+    if any(by_count and bound is None for by_count, bound in zip(counted, tested)):
+        return None
     if None in (acc_a, acc_b, x, w) or len(requantizations) != DUAL_MAC_PIXELS or len(set(tested)) != 1:
         return None  # both pixels' epilogues under the same channel test, or neither
     tile_channels = helpers.tile
@@ -386,12 +419,12 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
         return None
     # each pixel's epilogue reads its accumulators; the second pixel's outputs a constant stride on
     outs = []
-    for (requantization, _), acc in zip(requantizations, (acc_a, acc_b)):
+    for (requantization, _), acc, by_count in zip(requantizations, (acc_a, acc_b), counted):
         out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
         count = requantization.args[6]
         if None in (out, read, *epilogue) or not read.source.same_as(acc.source) \
                 or constant(flat_offset(read) - flat_offset(acc)) != 0 \
-                or not isinstance(count, tirx.IntImm) or int(count) != tile_channels:
+                or not by_count and (not isinstance(count, tirx.IntImm) or int(count) != tile_channels):
             return None
         outs.append((requantization, out, epilogue))
     (first, out, epilogue), (other, out_b, epilogue_b) = outs
