@@ -211,7 +211,8 @@ def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: in
     (``fuses_pairs``): its pairs ``pair_tiles_calls`` then fuses, whose helper widens them itself. Where no helper
     of those computes the reduction (``func`` unchanged), a depthwise one of a multiplier above 1 one call of the
     spread helper per pixel (``depthwise_spread``; it has no two-pixel form)."""
-    paired = pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fuses_pairs(func.body))
+    paired = pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fuses_pairs(func.body),
+                                            padded_tiles=True)
     if paired is not func:
         return paired
     return pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=False,
@@ -220,15 +221,18 @@ def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: in
 
 def paired_pixel_body(pixel_body: tirx.Stmt, *args, **kwargs):
     """``pixel_pairs.paired_pixel_body`` with the pair's inputs widened once unless ``pixel_body`` requantizes
-    with the DSP epilogue (``fuses_pairs``): its pair ``pair_tiles_calls`` then fuses."""
-    return pixel_pairs.paired_pixel_body(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body), **kwargs)
+    with the DSP epilogue (``fuses_pairs``): its pair ``pair_tiles_calls`` then fuses; a padded last tile's
+    epilogue pairs too (``padded_tiles``: the partial pair tiles take it)."""
+    return pixel_pairs.paired_pixel_body(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body),
+                                         padded_tiles=True, **kwargs)
 
 
 def paired_windows(pixel_body: tirx.Stmt, *args, **kwargs):
     """``border_window.paired_windows`` (a border pixel pair's windows copied) with the pair's inputs widened
     once unless ``pixel_body`` requantizes with the DSP epilogue (``fuses_pairs``): its pair
-    ``pair_tiles_calls`` then fuses."""
-    return border_window.paired_windows(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body), **kwargs)
+    ``pair_tiles_calls`` then fuses; a padded last tile's epilogue pairs too (``padded_tiles``)."""
+    return border_window.paired_windows(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body),
+                                        padded_tiles=True, **kwargs)
 
 
 @dataclass(frozen=True)
