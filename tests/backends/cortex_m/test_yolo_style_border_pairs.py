@@ -2,8 +2,8 @@
 pixels go in pairs there (backends/cortex_m/schedules/border_window.py `paired_windows`,
 tvm_ext/schedule/border_split.py `_border_pairs`): each pair copies both windows (the padding test once per tap)
 into one buffer and makes one call of the fused pair tiles with LEAKY_RELU's table (pair_tiles.py,
-`pair_tiles_lut_s8`) over them as one row, as the interior pairs make one over the image's rows (the helper widens
-a window as one run); the last pixel of an odd row stays alone.
+`pair_tiles_lut_s8`) over them as one row, as the interior pairs make one over the image's rows (the helper reads
+rows of whole groups of four as one run); the last pixel of an odd row stays alone.
 
 The model (tests/tflite_builder.py; the environment has no Keras, so the layers are written as TFLite's converter
 writes a Keras model's: a fused LEAKY_RELU after each convolution, a 2x UpSampling2D as RESIZE_NEAREST_NEIGHBOR):
