@@ -198,7 +198,7 @@ class DualMacSchedules:
         fused fully connected tiles (`fc_tiles`): the sums start at the biases in registers; last, an element
         loop's scalar requantizations and the zero points after them as calls of the biased requantization
         (`biased_requantize`)."""
-        epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
+        epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE, partial_tables=True)
         pairs = pair_tiles_calls(epilogues)
         pairs = quad_tiles_calls(pairs) if self.quads else pairs
         tiled = depthwise_tiles_calls(conv_tiles_calls(pairs, DSP_CONV_TILES), DSP_TILES)
