@@ -1,7 +1,9 @@
 """Shape arithmetic of an ONNX graph computed at compile time, before import.
 
 Exporters write sizes a model computes from its tensors' shapes: PyTorch's ``torch.chunk`` becomes Shape ->
-Gather -> Add -> Div -> Mul -> Slice, a ``view`` a Reshape whose shape is a Concat of Gathers of a Shape. Every
+Gather -> Add -> Div -> Mul -> Slice, a ``view`` a Reshape whose shape is a Concat of Gathers of a Shape, the pads
+of ``F.pad`` a chain of constants (ConstantOfShape, Concat, Reshape, Slice, Transpose, Reshape, Cast) that reads
+no shape at all, which TVM's importer leaves a Pad with dynamic pads (refused). Every
 shape in a model we compile is static (the model check makes sure of it), so these values are constants; but
 TVM's importer folds only some of them, and a Slice whose ends it did not fold gets a tensor without a static
 shape, which the passes after it cannot handle. This rewrite evaluates every such node once, in graph order:
@@ -23,7 +25,7 @@ from onnx.reference import ReferenceEvaluator
 # Operators of shape and index arithmetic: integer or small float computations ONNX defines exactly.
 FOLDED = frozenset({"Add", "Cast", "Ceil", "Concat", "ConstantOfShape", "Div", "Equal", "Expand", "Floor",
                     "Gather", "Identity", "Max", "Min", "Mod", "Mul", "Neg", "Range", "ReduceProd", "Reshape",
-                    "Slice", "Squeeze", "Sub", "Unsqueeze", "Where"})
+                    "Slice", "Squeeze", "Sub", "Transpose", "Unsqueeze", "Where"})
 LARGEST_FOLDED = 1024  # elements of a folded value
 
 
@@ -65,8 +67,6 @@ def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with its shape arithmetic computed (a copy; ``model`` itself when nothing folds)."""
     graph = model.graph
     known: dict[str, np.ndarray] = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
-    if not any(node.op_type in ("Shape", "Size") for node in graph.node):
-        return model  # nothing depends on a tensor's shape: the constants TVM's importer folds itself
     shapes = static_shapes(model)
     outputs = {o.name for o in graph.output}
     folded: list[onnx.NodeProto] = []
