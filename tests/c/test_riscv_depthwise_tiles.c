@@ -2,11 +2,12 @@
  * after the depthwise MAC and the requantization epilogue, with the prefix lp): lp_depthwise_tiles_s8x8 and
  * lp_depthwise_tiles_s8x8_b16 against the plain sums of the window from the bias, requantized by the bundle's scalar
  * helpers (lp_requantize_double_small, lp_saturate_int8), for windows of 1 to 5 rows and columns, 0 to 3 tiles of
- * eight channels, packed and wider taps at every byte alignment (depthwise_layout_of), inputs and weights over the
+ * eight channels and 9, 13, 19 and 23 channels (the last tile overlapping the one before), packed and wider taps at every byte alignment (depthwise_layout_of), inputs and weights over the
  * whole int8 range and all at the minimum, biases up to +-2^28 (int16 ones for _b16), every shift -31..-1, drawn
  * multipliers and zero points; nothing written past the channels. Then the border form lp_depthwise_border_s8x8
  * (_b16): every window of 1 to 5 rows and columns, every box of taps inside the image at every place in it (none
- * inside too), padding values -128, -3, 0 and 127, 0 to 3 tiles. Built by tests/backends/riscv/test_riscv_helpers_c.py
+ * inside too), padding values -128, -3, 0 and 127, the same channel counts. And the four forms with a lookup table
+ * after the requantization (_lut_: each output looked up once, also where tiles overlap). Built by tests/backends/riscv/test_riscv_helpers_c.py
  * on the host and, for rv32imc and rv32imafc, under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the
  * first failures and exits 1. */
 #include <stdint.h>
@@ -54,14 +55,17 @@ static void draw_constants(constants *k, uint32_t *state, int32_t cases)
 /* Whether out differs from the expected outputs of its channels (a box as expected_out's) or a guard byte moved. */
 static int outputs_wrong(const int8_t *out, const int8_t *x, const int8_t *w, const depthwise_layout *l, int32_t rows,
                          int32_t cols, int32_t top, int32_t left, int32_t inside_rows, int32_t inside_cols,
-                         int32_t value, int32_t channels, const constants *k, int narrow)
+                         int32_t value, int32_t channels, const constants *k, int narrow, const int8_t *table)
 {
     int wrong = 0;
     for (int32_t c = 0; c < MAX_CHANNELS + GUARD; ++c) {
-        const int8_t want = c < channels
+        int8_t want = c < channels
             ? expected_out(x, w, l, rows, cols, top, left, inside_rows, inside_cols, value, c,
                            narrow ? k->bias16[c] : k->bias[c], k->multiplier[c], k->shift[c], k->zero_point)
             : (int8_t)0x5a;
+        if (c < channels && table != NULL) {
+            want = table[want + 128];
+        }
         wrong |= out[c] != want;
     }
     return wrong;
@@ -70,9 +74,15 @@ static int outputs_wrong(const int8_t *out, const int8_t *x, const int8_t *w, co
 int main(void)
 {
     static const int32_t VALUES[4] = {-128, -3, 0, 127};
+    /* 0 to 3 tiles of eight, and counts eight does not divide (the last tile moved back onto the last channels) */
+    static const int32_t CHANNELS[8] = {0, 8, 9, 16, 13, 24, 19, 23};
     static int8_t x[BUFFER], w[BUFFER];
     constants k;
+    int8_t table[256]; /* the lookup forms' table: a permutation of the int8 values */
     uint32_t state = 5;
+    for (int32_t i = 0; i < 256; ++i) {
+        table[i] = (int8_t)(int32_t)((uint32_t)(i * 37 + 11) % 256u - 128u);
+    }
     int32_t cases = 0, failures = 0;
     for (int all_min = 0; all_min <= 1; ++all_min) {
         for (int32_t rows = 1; rows <= SIDE; ++rows) {
@@ -80,7 +90,7 @@ int main(void)
                 for (int32_t box = 0; box < (rows + 1) * (cols + 1); ++box) {
                     /* box 0: the interior (the whole window); else the box top..rows-1, left..cols-1 cut to a size
                        from 0 */
-                    const int32_t channels = 8 * ((box + rows) % 4);
+                    const int32_t channels = CHANNELS[(box + rows + all_min) % 8];
                     const int32_t layout = (box + cols) % 3;
                     const depthwise_layout l = depthwise_layout_of(channels, rows, cols, layout, box);
                     const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
@@ -93,8 +103,8 @@ int main(void)
                     fill_s8(x, BUFFER, &state, all_min);
                     fill_s8(w, BUFFER, &state, all_min);
                     draw_constants(&k, &state, cases);
-                    for (int32_t helper = 0; helper < 4; ++helper) { /* tiles, border; each _b16 too */
-                        const int narrow = helper % 2 == 1, border = helper >= 2;
+                    for (int32_t helper = 0; helper < 8; ++helper) { /* tiles, border; each _b16; each _lut */
+                        const int narrow = helper % 2 == 1, border = helper % 4 >= 2, lut = helper >= 4;
                         int8_t out[MAX_CHANNELS + GUARD];
                         int32_t returned;
                         if (!border && !interior) {
@@ -115,7 +125,26 @@ int main(void)
                         const int16_t *const g_bias16 = guarded_copy(4, k.bias16, 2 * channels);
                         const int32_t *const g_multiplier = guarded_copy(5, k.multiplier, 4 * channels);
                         const int8_t *const g_shift = guarded_copy(6, k.shift, channels);
-                        if (border) {
+                        const int8_t *const g_table = table; /* all 256 entries readable: no guard (7 slots) */
+                        if (lut) {
+                            returned = border
+                                ? (narrow
+                                   ? lp_depthwise_border_lut_s8x8_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift,
+                                         k.zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                         l.w_col_stride, rows, cols, top, left, inside_rows, inside_cols, value,
+                                         channels, g_table)
+                                   : lp_depthwise_border_lut_s8x8(g_out, g_x, g_w, g_bias, g_multiplier, g_shift,
+                                         k.zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                         l.w_col_stride, rows, cols, top, left, inside_rows, inside_cols, value,
+                                         channels, g_table))
+                                : (narrow
+                                   ? lp_depthwise_tiles_lut_s8x8_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift,
+                                         k.zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                         l.w_col_stride, rows, cols, channels, g_table)
+                                   : lp_depthwise_tiles_lut_s8x8(g_out, g_x, g_w, g_bias, g_multiplier, g_shift,
+                                         k.zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                         l.w_col_stride, rows, cols, channels, g_table));
+                        } else if (border) {
                             returned = narrow
                                 ? lp_depthwise_border_s8x8_b16(g_out, g_x, g_w, g_bias16, g_multiplier, g_shift,
                                       k.zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride,
@@ -135,7 +164,7 @@ int main(void)
                         guarded_back(0, out, channels);
                         const int wrong = returned != 0
                             || outputs_wrong(out, xo, wo, &l, rows, cols, top, left, inside_rows, inside_cols, value,
-                                             channels, &k, narrow);
+                                             channels, &k, narrow, lut ? table : NULL);
                         cases += 1;
                         if (wrong && ++failures <= 5) {
                             printf("wrong helper %ld: rows %ld, cols %ld, box %ld %ld %ld %ld, value %ld, channels "

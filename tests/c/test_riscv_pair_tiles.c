@@ -6,7 +6,9 @@
  * for the double forms, lp_saturate_int8), with the weights packed as tvm_ext.kernels.dense.pair_weights packs them
  * (per tile of eight channels, window input j's word 4j + q = w[2q][j] + 65536 * w[2q + 1][j], tiles w_tile_stride
  * words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of two inputs and
- * the odd last one, the pairs' lengths even only; row strides at and above the row length; pixels apart or
+ * the odd last one, the even forms' pairs' lengths even only, the _odd forms' (lp_pair_tiles_odd_s8x8,
+ * lp_pair_tiles_double_odd_s8x8, _b16 each) every odd one, the int8 weights'
+ * forms (lp_pair_tiles_w8_s8x8, _b16: the weights as stored, WINDOW_MAX apart) every one; row strides at and above the row length; pixels apart or
  * overlapping; inputs at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3
  * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier, INT32_MIN among them,
  * and at odd channels int32 biases over all of int32, the sums wrapping), drawn multipliers and zero points (the
@@ -52,32 +54,56 @@ int main(void)
                 }
             }
         }
-        for (int32_t variant = 0; variant < 3 * (MAX_TILES + 1); ++variant) {
-            /* one pixel, a pair, a pair of the double forms */
-            const int32_t tiles = variant / 3, pixels = variant % 3 == 0 ? 1 : 2;
-            const int any_double = variant % 3 == 2;
+        for (int32_t variant = 0; variant < 4 * (MAX_TILES + 1); ++variant) {
+            /* one pixel, a pair, a pair of the double forms, a pair of int8 weights as stored */
+            const int32_t tiles = variant / 4, pixels = variant % 4 == 0 ? 1 : 2;
+            const int any_double = variant % 4 == 2, int8_weights = variant % 4 == 3;
             const int32_t channels = 8 * tiles;
-            const int narrow = (i + variant / 3 + variant) % 2 == 1;
+            const int narrow = (i + variant / 4 + variant) % 2 == 1;
             draw_pair_constants(&k, MAX_CHANNELS, any_double, 1, cases, &state); /* the sums wrap as int32 */
             const int32_t out_pixel_stride = channels + PAIR_GUARD;
             int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
                 out[j] = PAIR_UNTOUCHED;
             }
-            if (pixels == 2 && wc.row_len % 2 != 0) {
-                continue; /* the pairs' rows are of even length (the contract) */
-            }
+            /* the pairs' even forms take rows of even length (the contract), the _odd forms any: every odd row */
+            const int odd = pixels == 2 && !int8_weights && wc.row_len % 2 != 0;
             /* every buffer exactly what the call reads and writes, against no-access memory */
-            const pair_guarded g = pair_guard(out, out_pixel_stride, pixels, channels, xo, &wc, NULL, 0, words,
-                                              tiles == 0 ? 0 : 4 * (TILE_WORDS * (tiles - 1) + 4 * window), &k,
-                                              narrow);
+            const pair_guarded g = int8_weights
+                ? pair_guard(out, out_pixel_stride, pixels, channels, xo, &wc, NULL, 0, &w[0][0],
+                             channels == 0 || window == 0 ? 0 : WINDOW_MAX * (channels - 1) + window, &k, narrow)
+                : pair_guard(out, out_pixel_stride, pixels, channels, xo, &wc, NULL, 0, words,
+                             tiles == 0 ? 0 : 4 * (TILE_WORDS * (tiles - 1) + 4 * window), &k, narrow);
             int32_t returned;
-            if (pixels == 1) {
+            if (int8_weights) {
+                returned = narrow
+                    ? lp_pair_tiles_w8_s8x8_b16(g.out, g.x, (const int8_t *)g.w, g.bias16, g.multiplier, g.shift,
+                                                k.zero_point, wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                out_pixel_stride, WINDOW_MAX, channels)
+                    : lp_pair_tiles_w8_s8x8(g.out, g.x, (const int8_t *)g.w, g.bias, g.multiplier, g.shift,
+                                            k.zero_point, wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                            out_pixel_stride, WINDOW_MAX, channels);
+            } else if (pixels == 1) {
                 returned = narrow
                     ? lp_conv_tiles_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
                                              wc.x_row_stride, wc.rows, wc.row_len, TILE_WORDS, tiles)
                     : lp_conv_tiles_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, TILE_WORDS, tiles);
+            } else if (odd) {
+                returned = any_double
+                    ? (narrow ? lp_pair_tiles_double_odd_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift,
+                                                                  k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                                  wc.x_pixel_stride, out_pixel_stride, TILE_WORDS,
+                                                                  tiles)
+                              : lp_pair_tiles_double_odd_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift,
+                                                              k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                              wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles))
+                    : (narrow ? lp_pair_tiles_odd_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift,
+                                                           k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                           wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles)
+                              : lp_pair_tiles_odd_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point,
+                                                       wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                       out_pixel_stride, TILE_WORDS, tiles));
             } else if (any_double) {
                 returned = narrow
                     ? lp_pair_tiles_double_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
@@ -105,8 +131,9 @@ int main(void)
             if (wrong) {
                 failures += 1;
                 if (failures <= 5) {
-                    printf("wrong case %ld: rows %ld, row_len %ld, tiles %ld, pixels %ld, narrow %d, double %d\n",
-                           (long)i, (long)wc.rows, (long)wc.row_len, (long)tiles, (long)pixels, narrow, any_double);
+                    printf("wrong case %ld: rows %ld, row_len %ld, tiles %ld, pixels %ld, narrow %d, double %d, "
+                           "odd %d, int8 weights %d\n", (long)i, (long)wc.rows, (long)wc.row_len, (long)tiles,
+                           (long)pixels, narrow, any_double, odd, int8_weights);
                 }
             }
         }

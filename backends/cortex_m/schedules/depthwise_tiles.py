@@ -553,12 +553,15 @@ class _Tiles(LoopOffsets):
         return all(self.moves_one_tile(arg) for arg in (requantization.args[0], *requantization.args[2:5]))
 
     def block(self, op: str, args: list, loads: list) -> s_tir.SBlockRealize:
-        """The call block of ``op`` on ``args`` and every channel (the last argument), reading the whole buffers
-        of ``loads`` and the epilogue's, writing the outputs."""
+        """The call block of ``op`` on ``args`` and every channel (the last argument but for a lookup table after
+        the requantization, where the epilogue has one: its table, last), reading the whole buffers of ``loads`` and
+        the epilogue's, writing the outputs."""
         requantization = self.requantization
         start = self.address(requantization.args[0])
-        call = tirx.call_intrin("int32", op, start, *args, self.total)
-        reads = [_whole(load.source) for load in (*loads, *(pointee(arg) for arg in requantization.args[2:5]))]
+        table = list(requantization.args[7:])  # the epilogue's lookup table (RISC-V's LUT tiles), else none
+        call = tirx.call_intrin("int32", op, start, *args, self.total, *table)
+        reads = [_whole(load.source) for load in (*loads, *(pointee(arg) for arg in (*requantization.args[2:5],
+                                                                                      *table)))]
         block = s_tir.SBlock([], reads, [_region(pointee(start), self.total)], "depthwise_tiles", tirx.Evaluate(call))
         return s_tir.SBlockRealize([], True, block)
 

@@ -38,7 +38,9 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `pair_tiles_s8x8.h.in`: `<prefix>_pair_tiles_s8x8` (`_b16` for int16 biases), every channel tile of a
   convolution's pixel pair in one call of one out-of-line copy per bundle (each tile's sixteen sums from the
   biases, the two-pixel paired MAC's window loops, the per-channel requantization), called by every such pair
-  (`backends.cortex_m.schedules.pair_tiles`), and `<prefix>_conv_tiles_s8x8` (`_b16`), the same for one pixel
+  (`backends.cortex_m.schedules.pair_tiles`; `_odd` forms for windows of odd rows, `_w8` forms for int8 weights as
+  stored), and `<prefix>_conv_tiles_s8x8`
+  (`_b16`), the same for one pixel
   (`backends.cortex_m.schedules.conv_tiles`; unit test of both `tests/c/test_riscv_pair_tiles.c`).
 """
 
@@ -105,21 +107,23 @@ def mac_2px_row_helper_name(prefix: str) -> str:
     return f"{prefix}_mac_s8x2x8_row"
 
 
-def depthwise_mac_helper_name(prefix: str) -> str:
-    """The C name of the int8 depthwise MAC helper in the bundle `prefix` (one out-of-line copy)."""
-    return f"{prefix}_depthwise_mac_s8x8"
+def depthwise_mac_helper_name(prefix: str, sized: bool = False) -> str:
+    """The C name of the int8 depthwise MAC helper in the bundle `prefix` (one out-of-line copy); with `sized`, its
+    form of any channel count (an argument)."""
+    return f"{prefix}_depthwise_mac_s8xn" if sized else f"{prefix}_depthwise_mac_s8x8"
 
 
-def depthwise_pad_helper_name(prefix: str) -> str:
+def depthwise_pad_helper_name(prefix: str, sized: bool = False) -> str:
     """The C name of the depthwise padding helper in the bundle `prefix` (a padded border's taps outside the
-    image: the zero point times the weights)."""
-    return f"{prefix}_depthwise_pad_s8x8"
+    image: the zero point times the weights); with `sized`, its form of any channel count (an argument)."""
+    return f"{prefix}_depthwise_pad_s8xn" if sized else f"{prefix}_depthwise_pad_s8x8"
 
 
-def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False) -> str:
+def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False, table: bool = False) -> str:
     """The C name of the fused depthwise channel tiles helper for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix` (one out-of-line copy); with `border`, its form of a padded border pixel's window."""
-    return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}_s8x8", bias)
+    bundle `prefix` (one out-of-line copy); with `border`, its form of a padded border pixel's window; with `table`,
+    its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}{'_lut' if table else ''}_s8x8", bias)
 
 
 def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:
@@ -129,10 +133,15 @@ def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     return requantize_small_helper_name(prefix, bias, table)
 
 
-def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:
+def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False, odd: bool = False,
+                           int8_weights: bool = False) -> str:
     """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
-    the bundle `prefix`; with `any_double`, its form of TFLite's double rounding for any sum and shift."""
-    return bias_form(f"{prefix}_pair_tiles_double_s8x8" if any_double else f"{prefix}_pair_tiles_s8x8", bias)
+    the bundle `prefix`; with `any_double`, its form of TFLite's double rounding for any sum and shift; with `odd`,
+    its form of windows whose rows may be of odd length; with `int8_weights`, its form of int8 weights as stored
+    (not paired)."""
+    name = f"{prefix}_pair_tiles{'_double' if any_double else ''}{'_odd' if odd else ''}" \
+           f"{'_w8' if int8_weights else ''}_s8x8"
+    return bias_form(name, bias)
 
 
 def conv_tiles_helper_name(prefix: str, bias: str) -> str:

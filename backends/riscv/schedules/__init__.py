@@ -17,7 +17,8 @@ pair's loop over its channel tiles as one call of the shared out-of-line pair he
 `RISCV_PAIR_TILES`), and a lone or border pixel's as one call of its one-pixel form
 (`<prefix>_conv_tiles_s8x8`: `backends.cortex_m.schedules.conv_tiles`, `RISCV_CONV_TILES`). A kernel of exactly
 eight output channels is tiled too.
-Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
+In a TE extern stage (an LSTM's gates, the SVDF state update) only the four-channel window MAC's loop nests become
+its calls (`mac.extern_mac_calls`); its other loops stay scalar.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from __future__ import annotations
 import functools
 
 from tvm import tirx
+from tvm.ir import TensorLoad
 
 from backends.backend import KernelSchedules
+from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
@@ -39,8 +42,10 @@ from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tes
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
-from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_DEPTHWISE_TILES,
-                                          RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement,
+from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4,
+                                          RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
+                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
+                                          depthwise_whole_tile, extern_mac_calls, int8_pairs_pay, mac_replacement,
                                           paired_or_int8_reduction)
 from target.profile import Profile
 
@@ -60,6 +65,18 @@ FOUR_TILE_MIN_MACS = FOUR_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FOUR_TILE_SA
 """The fewest MACs (the reduction block's executions) at which a kernel takes the four-channel tile: where it saves
 what its code costs at the schedules' one price of code (kws_ref_model's 12-class head of 768 MACs, 2,264 fewer
 instructions for 70 more bytes, does not)."""
+
+
+SUM_TILE_SAVED_PER_STEP = 1.75
+"""The instructions per output and reduction step a tile of MAC_CHANNELS channels saves in a reduction without
+products (MEAN, SUM, a pool's sums or maxima): its loads and additions are the same, only the loop's pointer step and
+branch are shared by the tile (2 a step, less one in eight)."""
+SUM_TILE_CODE_BYTES = 350
+"""The code such a tile adds to its kernel (rv32imc vit5h_d40_24's MEAN over 36 rows of 40 channels, steps of four
+rows: 488 B tiled, ~130 B for each of its scalar MEANs)."""
+SUM_TILE_MIN_STEPS = SUM_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / SUM_TILE_SAVED_PER_STEP
+"""The fewest executions of such a reduction's block (outputs times steps) at which it is tiled: where the steps saved
+pay the tile's code at the schedules' one price of code."""
 
 
 class RiscvMacSchedules:
@@ -89,14 +106,39 @@ class RiscvMacSchedules:
     windowed_border = staticmethod(functools.partial(windowed_border, replacement=mac_replacement))
 
     @staticmethod
+    def collapses_border(image_dtypes: frozenset[str], taps: int) -> bool:
+        """Whether a depthwise border of any rectangles is one call of the border helper (`RISCV_DEPTHWISE_TILES`:
+        int8 images, windows of up to BORDER_WINDOW_TAPS taps, any window): without it a border of more than
+        `tvm_ext.schedule.border_split.MAX_REGIONS` rectangles (a 5x5 window padded by 2) kept its per-tap tests,
+        each tap a call of the depthwise MAC over one tap and the padding's products inlined."""
+        return image_dtypes == {"int8"} and taps <= BORDER_WINDOW_TAPS
+
+    @staticmethod
+    def keeps_scalar(sch, block, loops: list, first_reduce: int) -> bool:
+        """Whether an integer reduction without products (a MEAN's or SUM's sums, a pool's: no multiply in its
+        block, whose tile would share no load) keeps its scalar loop nest, untiled: where its block's executions are
+        fewer than SUM_TILE_MIN_STEPS (rv32imc vit5h_d40_24's MEAN over 36 rows of 40 channels, 360 executions:
+        5,350 -> 4,413 instructions, the bundle's code 368 B smaller; efficientnet_lite_w030_112_int8,
+        tcn_kws_100x32_int8 and vit_tiny_16_int8 -362, -370 and -366 B, a few thousand instructions fewer each)."""
+        store = sch.get(block).body
+        if not isinstance(store, tirx.BufferStore) or not str(store.buffer.dtype).startswith("int") \
+                or not _loads_combined(store.value):
+            return False
+        return executions(tuple(sch.get(loop) for loop in loops)) < SUM_TILE_MIN_STEPS
+
+    @staticmethod
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        return func
+        """An extern stage's four-channel int8 MAC loop nests as calls of `<prefix>_mac_s8x4`
+        (`mac.extern_mac_calls`)."""
+        return extern_mac_calls(func)
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
         double rounding's as one call of its own (RISCV_DOUBLE_EPILOGUE); each pixel
-        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES), and each lone or
+        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES; its `_odd` form
+        for windows of odd rows, RISCV_PAIR_TILES_ODD; its form of int8 weights as stored, RISCV_PAIR_TILES_W8, where
+        the kernel's MACs pay it: `mac.int8_pairs_pay`), and each lone or
         border pixel's as one call of its one-pixel form (RISCV_CONV_TILES: in every kernel, a 1x1 convolution's
         too; only KxK ones' measured against this, rv32imc code bytes and instructions: kws_ref_model 4,122 ->
         3,972 B, 9,504,829 -> 9,511,768; str_ww_ref_model 2,788 -> 2,650 B, 2,769,259 -> 2,774,894;
@@ -110,9 +152,14 @@ class RiscvMacSchedules:
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
         epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
                                               helper=RISCV_DOUBLE_EPILOGUE)
-        tiles = conv_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES),
-                                 RISCV_CONV_TILES4)
-        return fc_rows_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES), RISCV_FC_ROWS)
+        pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
+        pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
+        tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
+        for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
+            tiles = depthwise_tiles_calls(tiles, depthwise)
+        rows = fc_rows_calls(tiles, RISCV_FC_ROWS)
+        # a fused chain's rescales (`biased_requantize`; a lone one kept: pretrainedResnet_quant's ADDs 6 B larger)
+        return biased_requantize_calls(rows, least=2)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -122,8 +169,23 @@ class RiscvMacSchedules:
         counts eight does not divide (12, 20, 36: DenseNet's growth, narrow ResNets, detector heads), where the
         kernel's MACs pay its larger code (`FOUR_TILE_MIN_MACS`): four sums in registers in TVM's own loops (no
         helper takes four) rather than one."""
+        whole = depthwise_whole_tile(sch, block)
+        if whole is not None:  # a depthwise layer whose channels eight does not divide: one tile of them all
+            return (whole,)
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
+
+
+def _loads_combined(value: tirx.PrimExpr) -> bool:
+    """Whether ``value`` only adds, subtracts, takes the maximum or minimum of and casts loads (whatever their
+    indices) and constants: a reduction step without products."""
+    if isinstance(value, (TensorLoad, tirx.IntImm)):
+        return True
+    if isinstance(value, tirx.Cast):
+        return _loads_combined(value.value)
+    if isinstance(value, (tirx.Add, tirx.Sub, tirx.Max, tirx.Min)):
+        return _loads_combined(value.a) and _loads_combined(value.b)
+    return False
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()

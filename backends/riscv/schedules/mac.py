@@ -39,6 +39,7 @@ A channel tile's requantization loop of the "double_small" rounding becomes one 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Optional
 
 import tvm_ffi
@@ -46,18 +47,20 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.bias_forms import by_bias
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
-from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
+from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_tile_call
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accessed_buffer,
                                                  accumulation, channel_tile, helper_call_block, int8_data_update,
                                                  mac_reduction, mac_window, window_call_block, window_mac_2px_access,
                                                  window_mac_access)
-from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_replacement
+from backends.cortex_m.schedules.helium_depthwise import MAC_ACCESS as HELIUM_MAC_ACCESS
+from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, depthwise_channel_tiles, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
-from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
-from backends.cortex_m.schedules.pair_tiles import PairTileHelpers, PairWindow
+from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, op_executions
+from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES_ACCESS, PairTileHelpers, PairWindow
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper)
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, RISCV_HELPERS,
@@ -69,7 +72,9 @@ from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, R
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import substitute_index
+from tvm_ext.tir.tir_walk import walk
 from tvm_ext.tir.helper_calls import register_helper_call
+from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
 MAC_OP = "tvm_ext.riscv_mac_s8x8"
 MAC_ACCESS = window_mac_access(MAC_CHANNELS)  # the dual MAC's call, over eight channels
@@ -150,6 +155,17 @@ call's, `backends.cortex_m.schedules.helium_depthwise.PAD_ACCESS`, channels 8): 
 w[r * w_row_stride + k * w_col_stride + c] for r < rows, k < cols."""
 register_helper_call(DEPTHWISE_PAD_OP, RISCV_HELPERS, depthwise_pad_helper_name, PAD_ACCESS)
 
+DEPTHWISE_MAC_N_OP = "tvm_ext.riscv_depthwise_mac_s8xn"
+"""The depthwise helper of any channel count (`<prefix>_depthwise_mac_s8xn`: Helium's call, MAC_ACCESS, the count
+its last argument), one out-of-line function per bundle: the window calls of a layer whose channels eight does not
+divide, held in one tile (`depthwise_whole_tile`)."""
+register_helper_call(DEPTHWISE_MAC_N_OP, RISCV_HELPERS, functools.partial(depthwise_mac_helper_name, sized=True),
+                     HELIUM_MAC_ACCESS)
+DEPTHWISE_PAD_N_OP = "tvm_ext.riscv_depthwise_pad_s8xn"
+"""The padding helper of any channel count (`<prefix>_depthwise_pad_s8xn`: PAD_ACCESS, as DEPTHWISE_PAD_OP's)."""
+register_helper_call(DEPTHWISE_PAD_N_OP, RISCV_HELPERS, functools.partial(depthwise_pad_helper_name, sized=True),
+                     PAD_ACCESS)
+
 REQUANTIZE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_small_s8")
 """The requantization epilogue's op per bias type (`<prefix>_requantize_small_s8`, `_s8_b16`)."""
 for _bias, _op in REQUANTIZE_OPS_BY_BIAS.items():
@@ -204,6 +220,36 @@ over its tiles of eight channels (the depthwise MAC's window call, the "double_s
 out-of-line `<prefix>_depthwise_tiles_s8x8`, every border pixel's (its clipped window's call and its padding's) as
 one call of the out-of-line `<prefix>_depthwise_border_s8x8`; a kx1 window called as one row of k taps (one row
 loop's pass, not k)."""
+RISCV_DEPTHWISE_WHOLE_TILES = replace(RISCV_DEPTHWISE_TILES, mac_op=DEPTHWISE_MAC_N_OP, sized=True,
+                                      box_op=DEPTHWISE_MAC_N_OP, pad_op=DEPTHWISE_PAD_N_OP)
+"""The same fused helpers for a layer whose channels eight does not divide, held in one tile
+(`depthwise_whole_tile`): its window and padding calls name the channel count (DEPTHWISE_MAC_N_OP,
+DEPTHWISE_PAD_N_OP), the fused helpers take it, their second tile of eight moved back so that the last ends at the last channel."""
+
+LUT_ENTRIES = 256
+DEPTHWISE_TILES_LUT_OPS = by_bias("tvm_ext.riscv_depthwise_tiles_lut_s8x8")
+"""The fused depthwise tiles with a lookup table after the requantization per bias type
+(`<prefix>_depthwise_tiles_lut_s8x8`, `_b16`): the tiles' call, then the table (256 int8 entries)."""
+for _bias, _op in DEPTHWISE_TILES_LUT_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(depthwise_tiles_helper_name, bias=_bias, table=True),
+                         HelperAccess((*DEPTHWISE_TILES_ACCESS.pointers,
+                                       PointerAccess(14, (Axis(LUT_ENTRIES, 1),)))))
+DEPTHWISE_BORDER_LUT_OPS = {(bias, "any"): op
+                            for bias, op in by_bias("tvm_ext.riscv_depthwise_border_lut_s8x8").items()}
+"""The border form with a lookup table after the requantization per (bias type, "any")
+(`<prefix>_depthwise_border_lut_s8x8`, `_b16`): the border call's arguments, then the table."""
+for (_bias, _), _op in DEPTHWISE_BORDER_LUT_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=True,
+                                                               table=True),
+                         HelperAccess((*BORDER_ACCESS.pointers, PointerAccess(19, (Axis(LUT_ENTRIES, 1),)))))
+RISCV_DEPTHWISE_TILE_FORMS = tuple(
+    replace(tiles, requantize=REQUANTIZE_LUT_OPS_BY_BIAS, tiles=DEPTHWISE_TILES_LUT_OPS, border=DEPTHWISE_BORDER_LUT_OPS)
+    if table else tiles
+    for table in (False, True) for tiles in (RISCV_DEPTHWISE_TILES, RISCV_DEPTHWISE_WHOLE_TILES))
+"""Every form of the RV32 fused depthwise tiles, each taking the tile loops of its window call and epilogue: tiles of
+eight or one tile of every channel, the requantization alone or with a lookup table after it (a depthwise layer
+fused with an activation: mobilenet_v3's hard-swish ones had kept a window call and an epilogue call per tile, and
+their borders per-tap calls)."""
 
 FC_ROWS_OPS = by_bias("tvm_ext.riscv_fc_rows_s8x8")
 """The fused row helper of per-tensor FULLY_CONNECTED layers per bias type (`<prefix>_fc_rows_s8x8`, `_b16`)."""
@@ -244,19 +290,32 @@ for _bias, _op in PAIR_TILES_OPS.items():
 for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
     register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True),
                          PAIR_TILES_ACCESS)
+PAIR_TILES_ODD_OPS = by_bias("tvm_ext.riscv_pair_tiles_odd_s8x8")
+"""The fused pixel pairs' form for windows of rows of any length per bias type (`<prefix>_pair_tiles_odd_s8x8`,
+`_b16`: PAIR_TILES_ACCESS)."""
+PAIR_TILES_DOUBLE_ODD_OPS = by_bias("tvm_ext.riscv_pair_tiles_double_odd_s8x8")
+"""The same of the double rounding of any sum and shift (`<prefix>_pair_tiles_double_odd_s8x8`, `_b16`)."""
+for _bias, _op in PAIR_TILES_ODD_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias, odd=True),
+                         PAIR_TILES_ACCESS)
+for _bias, _op in PAIR_TILES_DOUBLE_ODD_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS,
+                         functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True, odd=True),
+                         PAIR_TILES_ACCESS)
 
 
-def _paired_window(call) -> Optional[PairWindow]:
+def _paired_window(call, odd: bool = False) -> Optional[PairWindow]:
     """The window of a two-pixel paired MAC call (`<prefix>_mac_s8x2x8_pairs`: acc_a, acc_b, x, w, row_len,
     x_pixel_stride; `_rows`: acc_a, acc_b, x, w, x_row_stride, rows, row_len, x_pixel_stride) of constant sizes
-    and rows of even length (the fused helper's loop has no odd last input's step: ~180 bytes of every bundle with
-    fused pairs, none of whose windows in the shared models has odd rows; such a window keeps its pairs' calls),
-    its tile's words one window's (PAIR_WORDS per input), else None."""
+    and rows of even length, or with ``odd`` of odd length (the fused helper's even form has no odd last input's
+    step: ~180 bytes of every bundle with fused pairs, none of whose windows in the shared models has odd rows; the
+    odd form's copy is only in the bundles that call it), its tile's words one window's (PAIR_WORDS per input), else
+    None."""
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in call.args[4:]]
     if None in sizes:
         return None
     x_row_stride, rows, row_len, x_pixel_stride = sizes if len(sizes) == 4 else (0, 1, *sizes)
-    if row_len % 2:
+    if row_len % 2 != odd:
         return None
     return PairWindow(*call.args[:4], x_row_stride, rows, row_len, x_pixel_stride, PAIR_WORDS * rows * row_len)
 
@@ -276,6 +335,73 @@ pretrainedResnet_quant 34,174,634 -> 34,233,621, 9,134 -> 8,744 B; vww_96_int8 2
 -> 17,762 B; person_detect 26,361,474 -> 26,903,072, 16,898 -> 13,924 B (its 1x1 layers on 8 and 16 channels
 faster, on 32 to 128 ~4 % slower: the window loop of run-time length against the inlined one of constant length);
 kws_ref_model 9,205,505 -> 9,223,678, 5,730 -> 5,614 B."""
+
+PAIR_TILES_W8_OPS = by_bias("tvm_ext.riscv_pair_tiles_w8_s8x8")
+"""The fused pixel pairs' form for int8 weights as stored per bias type (`<prefix>_pair_tiles_w8_s8x8`, `_b16`)."""
+# pair_tiles_w8_s8x8(out, x, w, bias, multiplier, shift, zero_point, x_row_stride, rows, row_len, x_pixel_stride,
+# out_pixel_stride, w_channel_stride, channels): Helium's shared pair tiles' call (int8 weights, channel c's window
+# from w + c * w_channel_stride).
+for _bias, _op in PAIR_TILES_W8_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS,
+                         functools.partial(pair_tiles_helper_name, bias=_bias, int8_weights=True),
+                         HELIUM_PAIR_TILES_ACCESS)
+
+
+def _int8_pair_window(call) -> Optional[PairWindow]:
+    """The window of a two-pixel int8 window MAC call (`<prefix>_mac_s8x2x8_row`, `<prefix>_mac_s8x2x8`: acc_a,
+    acc_b, x, w, x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride) of constant sizes, else None."""
+    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in call.args[4:]]
+    if None in sizes:
+        return None
+    x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
+    return PairWindow(*call.args[:4], x_row_stride, rows, row_len, x_pixel_stride, MAC_CHANNELS * w_channel_stride)
+
+
+RISCV_PAIR_TILES_W8 = PairTileHelpers(
+    (MAC_2PX_ROW_OP, MAC_2PX_OP), _int8_pair_window, MAC_CHANNELS, None,
+    {REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_W8_OPS.items()}, None,
+    lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
+                                             out_pixel_stride, window.w_tile_step // MAC_CHANNELS,
+                                             tiles * MAC_CHANNELS])
+"""The RV32 cores' fused pixel pairs over int8 weights as stored (the pairs whose weights are not paired: a
+FULLY_CONNECTED over several rows): the two-pixel int8 window MAC's calls over eight channels a tile and each pixel's
+"double_small" epilogue call as one call of the out-of-line `<prefix>_pair_tiles_w8_s8x8`, where each kernel held an
+inlined copy of that MAC with its constant strides and the tiles' loop; only in a kernel whose MACs pay it
+(`int8_pairs_pay`). rv32imc vit5h_d40_24 (four of its five 36x40 -> 40 layers): code 10,392 -> 8,252 B with the
+MEAN's scalar loops (`backends.riscv.schedules.SUM_TILE_MIN_STEPS`), 3,481,084 -> 3,482,867 instructions, weights
+unchanged."""
+
+W8_EXTRA_PER_MAC = 0.8
+"""The instructions a MAC of the fused int8 pairs adds to the inlined MAC's where the helper's strides are in
+registers, not immediates (rv32imc vit5h_d40_24's 36x40 -> 40 FULLY_CONNECTED layers, 57,600 MACs, through a copy
+gcc did not specialize: 202,963 -> 247,576 instructions, 3.5 -> 4.3 a MAC; where every call passes the same sizes gcc
+folds them into the copy, 202,963 -> 203,643)."""
+W8_SAVED_BYTES = 560
+"""The code a kernel's fused int8 pairs save (the same layers: 660 -> ~90 B each, the helper's one copy apart)."""
+
+
+def int8_pairs_pay(func: tirx.PrimFunc) -> bool:
+    """Whether ``func``'s two-pixel int8 window MAC calls (`<prefix>_mac_s8x2x8_row`, `_mac_s8x2x8`) run few enough
+    MACs per call of the kernel that their fused pairs' extra instructions (W8_EXTRA_PER_MAC) cost less than the code
+    they save (W8_SAVED_BYTES) at the one price of code: vit5h_d40_24's 36x40 -> 40 layers (57,600 MACs) yes, its
+    36x76 -> 40 one (109,440) no."""
+    macs = 0
+    for call, times in op_executions(func.body, {MAC_2PX_ROW_OP, MAC_2PX_OP}):
+        window = _int8_pair_window(call)
+        if window is None:
+            return False
+        macs += times * MAC_PIXELS * MAC_CHANNELS * window.rows * window.row_len
+    return 0 < macs * W8_EXTRA_PER_MAC < W8_SAVED_BYTES * INSTRUCTIONS_PER_BYTE
+
+RISCV_PAIR_TILES_ODD = PairTileHelpers(
+    RISCV_PAIR_TILES.mac_ops, functools.partial(_paired_window, odd=True), MAC_CHANNELS, None,
+    {**{REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_ODD_OPS.items()},
+     **{REQUANTIZE_DOUBLE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_DOUBLE_ODD_OPS.items()}}, None,
+    RISCV_PAIR_TILES.window_args)
+"""RISCV_PAIR_TILES for windows of odd rows (1x1 convolutions over odd input channels), through the one more
+out-of-line copy of the `_odd` forms, where each such kernel held its own inlined copy of the two-pixel paired MAC's
+window loops and its tiles' loop (~750 B a kernel): rv32imc densenet_bc_g10_32 (four 1x1 convolutions over 37 and
+47 channels) 14,650 -> 12,426 B of code, 112,060,539 -> 112,205,977 instructions."""
 
 CONV_TILES_OPS = by_bias("tvm_ext.riscv_conv_tiles_s8x8")
 """The fused one-pixel channel tiles helper per bias type (`<prefix>_conv_tiles_s8x8`, `_b16`)."""
@@ -338,7 +464,8 @@ def mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     (a padded border's clipped window) changes nothing: the depthwise helper is out of line for every window."""
     return (paired_mac_replacement(realize, loops) or window_mac_replacement(realize, loops)
             or depthwise_mac_replacement(realize, loops)
-            or padding_replacement(realize, loops, DEPTHWISE_PAD_OP, MAC_CHANNELS))
+            or padding_replacement(realize, loops, DEPTHWISE_PAD_OP, MAC_CHANNELS)
+            or whole_tile_replacement(realize, loops))
 
 
 def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
@@ -465,6 +592,33 @@ def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
                              MAC_CHANNELS)
 
 
+def extern_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (one TE extern stage: a root block around its statements, e.g. an LSTM's gates) with each perfect
+    loop nest around an int8 MAC block in the four-channel window MAC's form (the reduction loops, then the
+    unit-stride loop of FOUR_CHANNELS accumulators innermost, at least MIN_REDUCTION products) replaced by a call of
+    the bundle's out-of-line `<prefix>_mac_s8x4`; any other function unchanged. Where TVM's loop nests stayed,
+    each of an LSTM's eight gate products held its own copy of them: rv32imc kws_lstm48_49x10 2,692 -> 2,562 B of
+    code, 6,461,889 -> 3,594,415 instructions per inference."""
+    return with_root_loops_replaced(func, _extern_mac_call)
+
+
+def _extern_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
+    """The four-channel window MAC's call computing the perfect loop nest ``loop`` around an int8 MAC block of
+    FOUR_CHANNELS accumulators innermost, else None."""
+    loops = [loop]
+    while isinstance(loops[-1].body, tirx.For):
+        loops.append(loops[-1].body)
+    realize = loops[-1].body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return None
+    window = mac_window(realize, loops, ("int8",), FOUR_CHANNELS)
+    if window is None or window.geometry.x_pixel_stride is not None \
+            or window.geometry.rows * window.geometry.row_len < MIN_REDUCTION:
+        return None
+    return window_call_block(MAC4_OP, None, window.reduction, window.bindings, window.inner, window.geometry,
+                             FOUR_CHANNELS)
+
+
 def _over_pixels(window) -> bool:
     """Whether the window's sums move with a loop outside it along an axis of more than one element of their
     accumulators (the kernel's pixels or rows, not its channel tiles): the four-channel window MAC's kernels, whose
@@ -493,3 +647,57 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Opti
     if reduction is None:
         return None
     return depthwise_call_block(DEPTHWISE_MAC_OP, realize, loops, reduction, MAC_CHANNELS)
+
+
+WHOLE_TILE_MIN_PIXELS = 9
+"""The fewest output pixels of a depthwise layer held in one tile (`depthwise_whole_tile`): below a 3x3 window's taps
+most or all of its pixels are border cases, whose loops the fused helpers may not take (Helium's rule:
+`backends.cortex_m.schedules.helium_depthwise.WHOLE_TILE_MIN_PIXELS`)."""
+
+
+def depthwise_whole_tile(sch: s_tir.Schedule, block) -> Optional[int]:
+    """The channel count of an int8 depthwise reduction ``block`` of depth multiplier 1 (its input and weight loads
+    both int8 and indexed by the output's channel last) whose channels eight does not divide, more than eight, over
+    at least WHOLE_TILE_MIN_PIXELS output pixels, else None: such a layer takes one tile of every channel, its
+    window calls the depthwise helper of any count (DEPTHWISE_MAC_N_OP) and its pixels the fused tiles whose
+    second tile of eight is moved back so that the last ends at the last channel (`RISCV_DEPTHWISE_WHOLE_TILES`).
+    With the tiles of eight and four only, such layers kept TVM's scalar loop nest (rv32imc, 11.6-14.6 instructions
+    per MAC) or its four sums (9.0-9.5). Measured on rv32imc (instructions, code B), before / after:
+    mobilenet_v1_030_80 38,051,607, 15,206 / 36,859,816, 9,876 (its 38-channel 3x3 layer 13.9 -> 9.0 a MAC, its
+    9-channel one 14.6 -> 15.2: two tiles of eight for nine channels); ds_cnn_w30_49x10 4,622,649, 4,644 /
+    4,111,924, 4,550; ds_cnn_w44_49x10 (four-channel tiles before) 7,578,952, 3,910 / 7,651,768, 2,836."""
+    node = sch.get(block)
+    loads = [load for load in walk(node.body.value) if isinstance(load, TensorLoad)
+             and not load.source.same_as(node.body.buffer)] if isinstance(node.body, tirx.BufferStore) else []
+    if not depthwise_channel_tiles(sch, block) or len(loads) != 2:  # not one load: a window's sums (a pool)
+        return None
+    extents = {iv.var: iv.dom.extent for iv in node.iter_vars if iv.iter_type == tirx.IterVar.DataPar}
+    if not all(isinstance(extent, tirx.IntImm) for extent in extents.values()):
+        return None
+    channel = node.body.indices[-1]
+    channels = next(int(extent) for var, extent in extents.items() if var.same_as(channel))
+    pixels = functools.reduce(lambda product, extent: product * int(extent), extents.values(), 1) // channels
+    if channels <= MAC_CHANNELS or channels % MAC_CHANNELS == 0 or pixels < WHOLE_TILE_MIN_PIXELS:
+        return None
+    return channels
+
+
+def whole_tile_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The call block of the depthwise helper of any channel count (DEPTHWISE_MAC_N_OP) or of its padding's
+    (DEPTHWISE_PAD_N_OP) for ``loops`` (up to two window loops, then a channel loop of more than MAC_CHANNELS
+    channels that MAC_CHANNELS does not divide: `depthwise_whole_tile`'s) around an int8 ``realize``, or None
+    where the loads do not fit."""
+    channel = loops[-1].extent if loops else None
+    if not isinstance(channel, tirx.IntImm) or int(channel) <= MAC_CHANNELS or int(channel) % MAC_CHANNELS == 0:
+        return None
+    channels = int(channel)
+    reduction = mac_reduction(realize.block, ("int8",))
+    if reduction is None:
+        return padding_replacement(realize, loops, DEPTHWISE_PAD_N_OP, channels)
+    if len(loops) > 3 or not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
+        return None
+    tile = window_tile_call(reduction, realize, loops, channels)
+    if tile is None:
+        return None
+    sizes, call = tile
+    return call(DEPTHWISE_MAC_N_OP, [*sizes, channels])

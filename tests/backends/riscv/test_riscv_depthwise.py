@@ -1,11 +1,12 @@
 """The RISC-V depthwise helpers (backends/riscv/schedules/mac.py, helpers/templates/depthwise_mac_s8x8.h.in and
-depthwise_tiles_s8x8.h.in): int8 DEPTHWISE_CONV_2D models of 16 and of 8 channels (stride 1 and 2, SAME and VALID
+depthwise_tiles_s8x8.h.in): int8 DEPTHWISE_CONV_2D models of 19 and of 8 channels (stride 1 and 2, SAME and VALID
 padding, depth multipliers 1 and 2) compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU virt,
 and each kernel of a depth multiplier of 1 computes its interior pixels' eight-channel tiles in one call of
 `<prefix>_depthwise_tiles_s8x8` per pixel (the depthwise MAC's taps, the requantization) and, where padded, its
 border pixels' (clipped windows and the padding's taps) in one call of `<prefix>_depthwise_border_s8x8` per pixel,
 and holds no window MAC's, padding's or loop of its own for them; with 8 channels too (exactly one tile: the
-RISC-V schedules tile it, `RiscvMacSchedules.channel_tiles`). (The helpers' own C unit tests:
+RISC-V schedules tile it, `RiscvMacSchedules.channel_tiles`) and with 19 (one tile of every channel, eight not
+dividing them: `mac.depthwise_whole_tile`, the fused tiles' second step of 3 channels). (The helpers' own C unit tests:
 tests/c/test_riscv_depthwise_mac.c, test_riscv_depthwise_tiles.c.)"""
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from test_depthwise_border_regions import CASES, SAME, _depthwise_model  # noqa:
 
 
 
-def depthwise_model_16(folder: Path) -> Path:
-    """The depthwise cases of the Cortex-M border test (`CASES`) over 16 channels (two tiles), into `folder`."""
-    path = folder / "depthwise16.tflite"
-    path.write_bytes(_depthwise_model(16, seed=16))
+def depthwise_model_19(folder: Path) -> Path:
+    """The depthwise cases of the Cortex-M border test (`CASES`) over 19 channels (three tiles of eight, the second
+    overlapping the first), into `folder`."""
+    path = folder / "depthwise19.tflite"
+    path.write_bytes(_depthwise_model(19, seed=19))
     return path
 
 
@@ -37,7 +39,7 @@ def depthwise_model_8(folder: Path) -> Path:
     return path
 
 
-MODELS = {16: depthwise_model_16, 8: depthwise_model_8}
+MODELS = {19: depthwise_model_19, 8: depthwise_model_8}
 
 
 def _kernel_bodies(kernels_c: str) -> dict[str, str]:
@@ -60,6 +62,7 @@ def test_riscv_depthwise_kernels_call_the_fused_tiles_and_stay_bit_exact(compile
     assert all("_depthwise_tiles_s8x8" in body for body in single), single
     padded = sum(multiplier == 1 and padding == SAME for _, multiplier, _, padding in CASES)
     assert sum("_depthwise_border_s8x8" in body for body in single) == padded, single
-    assert not any("_depthwise_mac_s8x8(" in body or "_depthwise_pad_s8x8(" in body for body in single), single
+    assert not any(f"_depthwise_{kind}_s8x{lanes}(" in body for body in single for kind in ("mac", "pad")
+                   for lanes in ("8", "n")), single
     # no window's, padding's or tiles' loop of its own
     assert not any("for (int32_t r" in body or "for (int32_t o" in body for body in single), single

@@ -1,0 +1,32 @@
+"""An RV32 FULLY_CONNECTED over several int8 rows (its weights not paired: a transformer's token rows) runs its row
+pairs' channel tiles as one call each of the fused pair helper over the weights as stored
+(`<prefix>_pair_tiles_w8_s8x8`, backends/riscv/schedules/mac.py RISCV_PAIR_TILES_W8) where its MACs pay the helper
+(`int8_pairs_pay`), not a copy of the two-pixel int8 MAC inlined in the kernel; bit-exact against TFLite Micro on
+QEMU virt."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from emulator.tools import RISCV_TOOLS  # noqa: E402
+from required_tools import require_tools  # noqa: E402
+from tflite_models import fully_connected_model  # noqa: E402
+
+
+def six_row_model(folder):
+    """FULLY_CONNECTED of 6 rows of 40 inputs to 16 units, per-channel weights: 3,840 MACs."""
+    path = folder / "fc_rows6.tflite"
+    path.write_bytes(fully_connected_model((6, 40), 16, keep_num_dims=False, seed=3, per_channel=True))
+    return path
+
+
+def test_riscv_rows_of_a_fully_connected_call_the_fused_int8_pairs(compiled) -> None:
+    require_tools(RISCV_TOOLS)
+    bundle = compiled(six_row_model, "rv32imc")
+    assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
+    assert "(bit-identical)" in bundle.selftest.output
+    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    assert f"{bundle.plan.model}_pair_tiles_w8_s8x8" in kernels, kernels
+    assert f"{bundle.plan.model}_mac_s8x2x8_row(" not in kernels, kernels
