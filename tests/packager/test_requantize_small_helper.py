@@ -46,10 +46,10 @@ int main(void)
 """
 
 
-def _run_helper(tmp_path, helper: str, call: str, cases: np.ndarray) -> np.ndarray:
-    """`call` (C over triple[0..2]) with `helper` defined, on every row of the int32 [n, 3] `cases`."""
+def _run_helper(tmp_path, helper: str, call: str, cases: np.ndarray, extra_c: str = "") -> np.ndarray:
+    """`call` (C over triple[0..2]) with `helper` defined, then `extra_c`, on every row of the int32 [n, 3] `cases`."""
     source = tmp_path / "helper.c"
-    source.write_text(_PROGRAM.format(helpers=requantize_helpers_c("m", [helper]), call=call))
+    source.write_text(_PROGRAM.format(helpers=requantize_helpers_c("m", [helper]) + extra_c, call=call))
     program = tmp_path / "helper"
     subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), *SANITIZE.split(),
                     str(source), "-o", str(program)], check=True)
@@ -77,6 +77,21 @@ def test_small_accumulator_helper_matches_tflite_on_its_domain(tmp_path, form):
     """The portable form and the RISC-V backend's (MULH) alike."""
     cases = _small_cases(400_000)
     got = _run_helper(tmp_path, form, f"{requantize_helper_name('m', form)}(triple[0], triple[1], triple[2])", cases)
+    expected = ref.multiply_by_quantized_multiplier(cases[:, 0], cases[:, 1], cases[:, 2]).astype(np.int32)
+    mismatches = np.flatnonzero(got != expected)
+    assert not mismatches.size, [tuple(cases[i]) + (got[i], expected[i]) for i in mismatches[:5]]
+
+
+@pytest.mark.parametrize("form", [SMALL_RIGHT_SHIFT, SMALL_RIGHT_SHIFT_MULH])
+def test_small_accumulator_helper_matches_tflite_with_constant_shifts(tmp_path, form):
+    """As above, each shift a constant of its call (a kernel's, inlined): the MULH form rounds a constant shift its
+    own way (`__builtin_constant_p`), a shift read at run time (a shared kernel's) the portable way."""
+    name = requantize_helper_name("m", form)
+    cases = _small_cases(100_000)
+    by_shift = "".join(f"    case {e}: return {name}(acc, multiplier, {e});\n" for e in range(-31, 0))
+    constant = (f"static int32_t constant_shift(int32_t acc, int32_t multiplier, int32_t shift)\n{{\n"
+                f"    switch (shift) {{\n{by_shift}    default: return 0;\n    }}\n}}\n")
+    got = _run_helper(tmp_path, form, "constant_shift(triple[0], triple[1], triple[2])", cases, constant)
     expected = ref.multiply_by_quantized_multiplier(cases[:, 0], cases[:, 1], cases[:, 2]).astype(np.int32)
     mismatches = np.flatnonzero(got != expected)
     assert not mismatches.size, [tuple(cases[i]) + (got[i], expected[i]) for i in mismatches[:5]]

@@ -42,11 +42,12 @@ CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
 LOCAL_BUFFER_MAX_BYTES = 64
 # Those roles that name a C parameter of their own; every other input is `input<k>`.
 # (`table`, `exp_table`: the lookup tables of kernels.int8_tables; `exp_lut`, `one_over_one_plus_x_lut`: the
-# int16 softmax's TFLite tables, kernels.softmax_int16; `reciprocals`, `reciprocal_shifts`: int8 DIV's.)
+# int16 softmax's TFLite tables, kernels.softmax_int16; `reciprocals`, `reciprocal_shifts`: int8 DIV's;
+# `constants`: a kernel shared across its constants, tvm_ext.transform.share_constant_variants.)
 ROLE_PARAMETER_NAMES = {"weight": "weights", "bias": "bias", "multiplier": "multiplier", "shift": "shift",
                         "table": "table", "exp_table": "exp_table", "exp_lut": "exp_lut",
                         "one_over_one_plus_x_lut": "one_over_one_plus_x_lut", "reciprocals": "reciprocals",
-                        "reciprocal_shifts": "reciprocal_shifts"}
+                        "reciprocal_shifts": "reciprocal_shifts", "constants": "constants"}
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ differ in immediates and `unique_kernels` (tvm_ext.plan.extract_plan) emits one 
 int32 immediate of a kernel's stored values (`variable_immediates`) is one position of the kernel's *template*;
 kernels whose templates are structurally equal form a group, and the positions whose values differ between its
 members become loads from a new input buffer, ``constants``, that the call passes: the array of that call's
-values. Positions every member agrees on stay immediates, and so does the shift of each requantization call
-(`_SHIFT_KEPT`): the helper folds its nudge and shift with it, so kernels of other shifts are other groups; the
+values. Positions every member agrees on stay immediates, and so does the shift of each general requantization
+call (`_SHIFT_KEPT`): its helper folds its nudge and shift with it, so kernels of other shifts are other groups; the
 direction of a shift and the other choices made from the constants (the helper's form, `right_shift_only`) are the
 call's operator, part of the template.
 
@@ -19,7 +19,7 @@ constants' arrays and each call's extra argument, against the loads of the const
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tvm
@@ -28,17 +28,24 @@ from tvm import relax, s_tir, tirx
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from packager.fixed_point_c import REQUANTIZE_OPS
-from tvm_ext.layers import OPERAND_ROLES_ATTR
+from tvm_ext.layers import (BROADCAST_LOOKUP_ATTR, CONSTANT_RANGES_ATTR, ELEMENTWISE_LOOKUP_ATTR, INDEX_GUARDS_ATTR,
+                            OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR)
+from tvm_ext.tir.kernel_names import constant_roles
 from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
 INT32_MIN = -(2**31)
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
-_SHIFT_KEPT = frozenset(REQUANTIZE_OPS.values())
+_SHIFT_KEPT = frozenset(REQUANTIZE_OPS[helper] for helper in ("double", "single"))
 """The requantizations (TFLite's MultiplyByQuantizedMultiplier forms) whose third argument, the shift, stays an
-immediate: with it the helper's nudge and shift fold into constants. Shared, kws_gru24_31x13's shifts cost rv32imc
-4.9 % and cortex-m55 8.7 % more instructions (for 14.8 and 10.6 KB less code); kept, 1.0 % and 1.7 % (3.8 and
-2.9 KB). The DSP cores' biased helper (`backends.cortex_m.schedules.biased_requantize`, already in the kernels
-here) takes its shift and bias as arguments: cortex-m4f shares them at 1.4 % (25,352 -> 14,264 B of code)."""
+immediate: the general ones, whose helpers branch on its sign or build 64-bit shifts from it. The right-shift-only
+ones ("double_right_shift", "double_small") share it: a run-time shift costs them one NOT (e - 1 = ~shift), the
+RISC-V form (`SMALL_RIGHT_SHIFT_MULH`) two instructions more than a constant one, and the DSP and Helium cores'
+element loops call the biased helper (`backends.cortex_m.schedules.biased_requantize`), which takes its shift and
+bias as arguments anyway."""
+_OPERAND_INDEX_ATTRS = (STATE_OPERAND_ATTR, INDEX_GUARDS_ATTR, CONSTANT_RANGES_ATTR, ELEMENTWISE_LOOKUP_ATTR,
+                        BROADCAST_LOOKUP_ATTR)
+"""The kernel attributes (tvm_ext.layers) that name operands by their position."""
+_NARROW_INTEGERS = frozenset({"int8", "uint8", "int16", "uint16"})
 CONSTANTS_ROLE = "constants"
 """The role (tvm_ext.layers.OPERAND_ROLES_ATTR) and buffer name of a shared kernel's array of constants."""
 
@@ -50,8 +57,7 @@ CALL_ARGUMENT_BYTES = 4
 
 
 def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
-    """`stmt` with `map_nodes(value, rewrite)` for each stored value, inside blocks too (`map_nodes` order:
-    stores in source order, each value's nodes in pre-order)."""
+    """`stmt` with `rewrite(value)` for each stored value, inside blocks too (stores in source order)."""
     if isinstance(stmt, s_tir.SBlockRealize):
         block = _map_stores(stmt.block, rewrite)
         return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
@@ -61,35 +67,113 @@ def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
             stmt.iter_vars, stmt.reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
             stmt.match_buffers, stmt.annotations)
     if isinstance(stmt, tirx.BufferStore):
-        value = map_nodes(stmt.value, rewrite)
+        value = rewrite(stmt.value)
         return stmt if value.same_as(stmt.value) else tirx.BufferStore(stmt.buffer, value, stmt.indices)
     return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite))
 
 
+def _narrowing(node) -> bool:
+    """Whether `node` is a cast to an integer of 16 bits or fewer: its value's range is its type's, whatever
+    the constants under it."""
+    return isinstance(node, tirx.Cast) and str(node.ty.dtype) in _NARROW_INTEGERS
+
+
+def _int32(node) -> bool:
+    return str(node.ty.dtype) == "int32"
+
+
+def _offset(node) -> Optional[tuple[tirx.Expr, int]]:
+    """(x, c) where `node` is x + c or x - (-c) of an int32 immediate c (int32 x), else None."""
+    if isinstance(node, (tirx.Add, tirx.Sub)) and isinstance(node.b, tirx.IntImm) and _int32(node.b):
+        if isinstance(node, tirx.Add):
+            return node.a, int(node.b.value)
+        if int(node.b.value) != INT32_MIN:
+            return node.a, -int(node.b.value)
+    return None
+
+
+def explicit_offsets(value: tirx.Expr) -> tirx.Expr:
+    """`value` with each int32 operand (of an addition, subtraction, multiplication, minimum, maximum or call) in
+    the form x + c, c an int32 immediate: 0 where it has none. The lowering leaves out an offset that is 0 (a zero
+    point, a rescaled bias) and writes x + c for c > 0 and x - |c| for c < 0, so the kernels of an unrolled chain
+    whose steps differ in such constants differ in form; so written, they are one template (`variable_immediates`)."""
+    def operand(node: tirx.Expr) -> tirx.Expr:
+        if isinstance(node, tirx.IntImm) or not _int32(node):
+            return map_nodes(node, explicit)
+        offset = _offset(node)
+        if offset is not None:
+            return tirx.Add(map_nodes(offset[0], explicit), tirx.IntImm("int32", offset[1]))
+        return tirx.Add(map_nodes(node, explicit), tirx.IntImm("int32", 0))
+
+    def in_index(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return tirx.BufferLoad(node.source, [map_nodes(index, in_index) for index in node.indices])
+        if _narrowing(node):
+            return tirx.Cast(str(node.ty.dtype), map_nodes(node.value, explicit))
+        return None
+
+    def explicit(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return in_index(node)
+        if isinstance(node, (tirx.Add, tirx.Sub, tirx.Mul, tirx.Min, tirx.Max)) and _int32(node):
+            offset = _offset(node)
+            if offset is not None:
+                return tirx.Add(map_nodes(offset[0], explicit), tirx.IntImm("int32", offset[1]))
+            return type(node)(operand(node.a), operand(node.b))
+        if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name.startswith("tvm_ext."):
+            return tvm.ir.Call(node.op, [operand(arg) for arg in node.args], node.attrs, ret_ty=node.ty)
+        return None
+
+    return map_nodes(value, explicit)
+
+
+def _without_zero_offsets(value: tirx.Expr) -> tirx.Expr:
+    """`value` without the additions of an immediate 0 (`explicit_offsets`' that no member of a group varies)."""
+    def bare(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tirx.Add) and isinstance(node.b, tirx.IntImm) and int(node.b.value) == 0:
+            return map_nodes(node.a, bare)
+        return None
+
+    return map_nodes(value, bare)
+
+
 def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], tirx.Expr]) -> tirx.PrimFunc:
-    """`func` with its k-th variable immediate (`variable_immediates`' order) replaced by `replace(k, imm)`."""
+    """`func` with its k-th variable immediate (`variable_immediates`' order: in each stored value, its offsets
+    explicit (`explicit_offsets`), in pre-order) replaced by `replace(k, imm)`.
+
+    Only the immediates of stored values vary, never an index's: a load's indices keep their immediates (an
+    offset there would read x[i + constants[k]], which index_checks cannot bound), except under a narrowing cast
+    (`_narrowing`: a lookup table's index `(int8)(value) + 128`, whose range does not depend on them)."""
     count = [0]
 
+    def load(node: tvm.ir.TensorLoad) -> tirx.Expr:
+        return tirx.BufferLoad(node.source, [map_nodes(index, in_index) for index in node.indices])
+
+    def in_index(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return load(node)
+        if _narrowing(node):
+            return tirx.Cast(str(node.ty.dtype), map_nodes(node.value, rewrite))
+        return None
+
     def rewrite(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return load(node)
         if isinstance(node, tirx.IntImm) and str(node.ty.dtype) == "int32":
             count[0] += 1
             return replace(count[0] - 1, node)
-        if isinstance(node, tirx.Sub) and isinstance(node.b, tirx.IntImm) and str(node.b.ty.dtype) == "int32" \
-                and int(node.b.value) != INT32_MIN:
-            # The lowering writes x + c for c > 0 and x - |c| for c < 0: one form, so both are one template.
-            return tirx.Add(map_nodes(node.a, rewrite), map_nodes(tirx.IntImm("int32", -int(node.b.value)), rewrite))
         if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name in _SHIFT_KEPT:
             acc, multiplier, shift = node.args
             return tvm.ir.Call(node.op, [map_nodes(acc, rewrite), map_nodes(multiplier, rewrite), shift], node.attrs,
                                ret_ty=node.ty)
         return None
 
-    return func.with_body(_map_stores(func.body, rewrite))
+    return func.with_body(_map_stores(func.body, lambda value: map_nodes(explicit_offsets(value), rewrite)))
 
 
 def variable_immediates(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, tuple[int, ...]]:
     """(`func`'s template, the values of its variable immediates in order): every int32 immediate of a stored
-    value (load indices inside it too) except a requantization's shift, which the template holds as 0."""
+    value but an index's (`_with_immediates`) and a requantization's shift; the template holds each as 0."""
     values: list[int] = []
 
     def masked(k: int, imm: tirx.IntImm) -> tirx.Expr:
@@ -168,22 +252,56 @@ def constant_groups(funcs: dict[str, tirx.PrimFunc]) -> list[Group]:
     return groups
 
 
-def shared_kernel(func: tirx.PrimFunc, group: Group, num_inputs: int) -> tirx.PrimFunc:
+def in_first_read_order(func: tirx.PrimFunc, num_inputs: int) -> tuple[tirx.PrimFunc, tuple[int, ...]]:
+    """(`func` with its `num_inputs` inputs in the order its body first reads them, that order as the inputs'
+    original positions): one order for kernels of equal arithmetic whose fusion listed their inputs in another
+    order (an unrolled GRU's gate chain fused as mul_sub in some steps and sub_mul in others), so that their
+    templates are structurally equal. Inputs never read keep their order, last; the outputs stay where they are. A
+    kernel whose attributes name its operands by position (`_OPERAND_INDEX_ATTRS`) keeps its order."""
+    if any(attr in (func.attrs or {}) for attr in _OPERAND_INDEX_ATTRS):
+        return func, tuple(range(num_inputs))
+    inputs = list(func.params[:num_inputs])
+    first = {}
+    for position, node in enumerate(walk(func.body)):
+        for k, param in enumerate(inputs):
+            if k not in first and node.same_as(param):
+                first[k] = position
+    order = tuple(sorted(range(num_inputs), key=lambda k: (first.get(k, float("inf")), k)))
+    if order == tuple(range(num_inputs)):
+        return func, order
+    reordered = tirx.PrimFunc([*(inputs[k] for k in order), *func.params[num_inputs:]], func.body, func.ret_type,
+                              func.attrs)
+    roles = (func.attrs or {}).get(OPERAND_ROLES_ATTR)
+    if roles is not None and len(roles) == num_inputs:
+        reordered = reordered.with_attr(OPERAND_ROLES_ATTR, [roles[k] for k in order])
+    return reordered, order
+
+
+def shared_kernel(func: tirx.PrimFunc, group: Group, roles: Sequence[str]) -> tirx.PrimFunc:
     """`func` (a member of `group`) with its immediates at the group's positions read from a new input buffer
-    CONSTANTS_ROLE (int32, one element a slot, after its `num_inputs` inputs)."""
+    CONSTANTS_ROLE (int32, one element a slot, after its inputs, whose roles (OPERAND_ROLES_ATTR) are `roles`):
+    the C parameter `constants` (tvm_ext.codegen.codegen_c names it by its role)."""
     buffer = tirx.decl_buffer((group.slots,), "int32", name=CONSTANTS_ROLE)
 
     def replace(k: int, imm: tirx.IntImm) -> tirx.Expr:
         slot = group.slot_of.get(k)
         return imm if slot is None else tirx.BufferLoad(buffer, [tirx.IntImm("int64", slot)])
 
-    body = _with_immediates(func, replace).body
+    body = _map_stores(_with_immediates(func, replace).body, _without_zero_offsets)
+    num_inputs = len(roles)
     params = [*func.params[:num_inputs], buffer, *func.params[num_inputs:]]
     shared = tirx.PrimFunc(params, body, func.ret_type, func.attrs)
+    return shared.with_attr(OPERAND_ROLES_ATTR, [*roles, CONSTANTS_ROLE])
+
+
+def input_roles(func: tirx.PrimFunc, operands: Sequence[relax.Expr]) -> list[str]:
+    """The roles of `func`'s inputs (`operands`, a call's): its OPERAND_ROLES_ATTR, else those the plan would
+    give it (`constant_roles`: weight and bias of a MAC kernel), else "data" each."""
     roles = (func.attrs or {}).get(OPERAND_ROLES_ATTR)
-    if roles is not None:
-        shared = shared.with_attr(OPERAND_ROLES_ATTR, [*roles[:num_inputs], CONSTANTS_ROLE, *roles[num_inputs:]])
-    return shared
+    if roles is not None and len(roles) == len(operands):
+        return [str(role) for role in roles]
+    constant = [isinstance(operand, tvm.ir.expr.Constant) for operand in operands]
+    return constant_roles(func, len(operands), constant) or ["data"] * len(operands)
 
 
 def _calls(main: relax.Function):
@@ -196,27 +314,34 @@ def _calls(main: relax.Function):
 
 
 def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
-    """`mod` with each paying group of kernels `main` calls (`constant_groups`, `Group.pays`) replaced by one
-    shared kernel (`shared_kernel`, named after the group's first), each call passing its constants' array."""
+    """`mod` with each paying group of kernels `main` calls (`constant_groups` of their inputs in first-read order,
+    `in_first_read_order`; `Group.pays`) replaced by one shared kernel (`shared_kernel`, named after the group's
+    first), each call passing its operands in that order and its constants' array."""
     main = mod["main"]
-    funcs, num_inputs = {}, {}
+    funcs, orders, operands_of = {}, {}, {}
     for binding in _calls(main):
         gvar = binding.value.args[0]
         if gvar.name_hint not in funcs:
-            funcs[gvar.name_hint] = mod[gvar]
-            num_inputs[gvar.name_hint] = len(binding.value.args[1].fields)
-    groups = [g for g in constant_groups(funcs) if len({num_inputs[n] for n in g.names}) == 1
-              and g.pays(_store_nodes(funcs[g.names[0]]),
-                         constant_loads(shared_kernel(funcs[g.names[0]], g, num_inputs[g.names[0]])))]
-    if not groups:
+            operands_of[gvar.name_hint] = list(binding.value.args[1].fields)
+            funcs[gvar.name_hint], orders[gvar.name_hint] = in_first_read_order(
+                mod[gvar], len(operands_of[gvar.name_hint]))
+    shared = []
+    for group in constant_groups(funcs):
+        first = group.names[0]
+        if len({len(orders[n]) for n in group.names}) != 1:
+            continue
+        kernel = shared_kernel(funcs[first], group, input_roles(
+            funcs[first], [operands_of[first][k] for k in orders[first]]))
+        if group.pays(_store_nodes(funcs[first]), constant_loads(kernel)):
+            shared.append((group, kernel))
+    if not shared:
         return mod
-    group_of = {name: group for group in groups for name in group.names}
-    dropped = {name for group in groups for name in group.names[1:]}
+    group_of = {name: group for group, _ in shared for name in group.names}
+    dropped = {name for group, _ in shared for name in group.names[1:]}
     mod = tvm.IRModule({gvar: func for gvar, func in mod.functions.items() if gvar.name_hint not in dropped},
                        attrs=mod.attrs)
-    for group in groups:
-        first = group.names[0]
-        mod[mod.get_global_var(first)] = shared_kernel(funcs[first], group, num_inputs[first])
+    for group, kernel in shared:
+        mod[mod.get_global_var(group.names[0])] = kernel
     blocks = []
     for block in main.body.blocks:
         bindings = []
@@ -226,7 +351,7 @@ def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
             group = group_of.get(name)
             if group is not None:
                 constants = relax.const(np.array(group.values[name], dtype="int32"))
-                operands = list(value.args[1].fields)
+                operands = [value.args[1].fields[k] for k in orders[name]]
                 value = relax.call_tir(mod.get_global_var(group.names[0]),
                                        relax.Tuple([*operands, constants]), binding.var.ty)
                 binding = relax.VarBinding(binding.var, value)

@@ -43,17 +43,19 @@ str_ww_ref_model's 24x1x128 one +0.38 and 28x1x128 one +0.50 (40 inputs: two sin
 choice of it costs (the planning line's and report.md's estimate; the measured figures are the report's table)."""
 
 
-def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:
+def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False, table: bool = False) -> str:
     """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`; with
-    `any_double`, the one of TFLite's double rounding for any shift and sum (not only "double_small")."""
-    name = f"{prefix}_pair_tiles_double_s8" if any_double else f"{prefix}_pair_tiles_s8"
+    `any_double`, the one of TFLite's double rounding for any shift and sum (not only "double_small"); with `table`,
+    the one whose outputs are then looked up in a table (LEAKY_RELU's)."""
+    name = f"{prefix}_pair_tiles_double_s8" if any_double else \
+        f"{prefix}_pair_tiles_lut_s8" if table else f"{prefix}_pair_tiles_s8"
     return bias_form(name, bias)
 
 
-def pair_part_helper_name(prefix: str, bias: str) -> str:
+def pair_part_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the partial pair tiles' helper (PAIR_PART_TEMPLATE) for biases of type `bias` ("int32" or
-    "int16") in the bundle `prefix`."""
-    return bias_form(f"{prefix}_pair_tiles_part_s8", bias)
+    "int16") in the bundle `prefix`; with `table`, the one whose outputs are then looked up in a table."""
+    return bias_form(f"{prefix}_pair_tiles_part_lut_s8" if table else f"{prefix}_pair_tiles_part_s8", bias)
 
 
 def pair_direct_helper_name(prefix: str) -> str:

@@ -64,7 +64,7 @@ the helpers of `backends.cortex_m.helpers`.
 - `depthwise_runs` (DSP cores without MVE): an int8 DEPTHWISE_CONV_2D of channels not whole tiles of four, stepping
   one column, as its output rows' runs of four elements, each a call of the fused depthwise tile, the kernel the
   int8 lowering writes (`KernelSchedules.few_channel_depthwise`);
-- `biased_requantize` (DSP cores without MVE): last, an element loop's (an int8 elementwise chain's, an integer
+- `biased_requantize` (DSP and Helium cores): last, an element loop's (an int8 elementwise chain's, an integer
   QUANTIZE's) scalar requantizations and the zero points after them as calls of the biased requantization (SMMLAR
   with the zero point in its bias);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, the maximum runs of
@@ -113,6 +113,7 @@ from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
                                                       padded_float_calls)
+from backends.cortex_m.schedules.helium_shared_borders import border_uses, shared_borders
 from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
@@ -198,7 +199,7 @@ class DualMacSchedules:
         fused fully connected tiles (`fc_tiles`): the sums start at the biases in registers; last, an element
         loop's scalar requantizations and the zero points after them as calls of the biased requantization
         (`biased_requantize`)."""
-        epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
+        epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE, partial_tables=True)
         pairs = pair_tiles_calls(epilogues)
         pairs = quad_tiles_calls(pairs) if self.quads else pairs
         tiled = depthwise_tiles_calls(conv_tiles_calls(pairs, DSP_CONV_TILES), DSP_TILES)
@@ -282,7 +283,11 @@ class HeliumMacSchedules(DualMacSchedules):
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
         activation as one call of the float epilogue (`helium_float.float_epilogue_calls`); last, a statement both
         branches of a test end with (a copied window's MAC call; the fused tiles' calls on an interior pixel's
-        inputs and on a border pixel's copied window) once after the test (`common_tails`); a kernel whose
+        inputs and on a border pixel's copied window) once after the test (`common_tails`), an element loop's scalar
+        requantizations and the zero points after them as calls of the biased requantization (`biased_requantize`:
+        SMMLAR, which Helium cores have too; its shift and bias arguments let an unrolled GRU's gate kernels share
+        one C function across their shifts, tvm_ext.transform.share_constant_variants: kws_gru20_25x13 cortex-m55
+        21,048 -> 13,340 B of code, 114,799 -> 109,006 instructions); a kernel whose
         requantization may shift left (`requantize_epilogue.may_shift_left`: TFLite's double rounding, not its
         right-shift-only variants) calls the no-op that has its bundle define the vector requantization's VSHL by
         positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out."""
@@ -291,6 +296,7 @@ class HeliumMacSchedules(DualMacSchedules):
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
         tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
                                           HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
+        tailed = biased_requantize_calls(tailed)  # an element loop's rescales (`biased_requantize`)
         # a requantization that may shift left has its bundle define the vector requantization's VSHL
         return with_left_shifts_recorded(tailed) if may_shift_left(func) else tailed
 
@@ -298,16 +304,22 @@ class HeliumMacSchedules(DualMacSchedules):
 def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
     """The `KernelSchedules.bundle_choice` of Helium cores: from the bundle's kernels (scheduled with the depthwise
     tiles' and the channel tiles' fused helpers inlined) and their calls, which kernels call which forms' out-of-line
-    copies of the depthwise tiles (`depthwise_tiles.form_uses`, `shared_tiles`) and which the channel tiles' copy
+    copies of the depthwise tiles (`depthwise_tiles.form_uses`, `shared_tiles`), whose 3x3 border pixels call the
+    border copy running the interior's (`helium_shared_borders.shared_borders`) and which the channel tiles' copy
     (`shared_conv_tiles`), each with the Helium schedules carrying its choices; None where every kernel keeps the
     helpers inlined."""
-    forms = shared_tiles(form_uses(kernels, calls, HELIUM_TILES)).forms_of()
+    tiles = shared_tiles(form_uses(kernels, calls, HELIUM_TILES))
+    forms = tiles.forms_of()
+    found_borders = border_uses(kernels, calls)
+    borders_chosen = shared_borders(found_borders, tiles)
+    borders = {use.kernel: frozenset({key[0]}) for key in borders_chosen for use in found_borders[key]}
     conv_shared = shared_conv_tiles(*conv_tiles_uses(kernels, calls))
-    if not forms and not conv_shared:
+    if not forms and not borders and not conv_shared:
         return None
-    choices = {kernel: (forms.get(kernel, frozenset()), kernel in conv_shared) for kernel in set(forms) | conv_shared}
-    schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0]),
-                                            HELIUM_SHARED_CONV_TILES if choice[1] else HELIUM_CONV_TILES)
+    choices = {kernel: (forms.get(kernel, frozenset()), borders.get(kernel, frozenset()), kernel in conv_shared)
+               for kernel in set(forms) | set(borders) | conv_shared}
+    schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0], shared_borders=choice[1]),
+                                            HELIUM_SHARED_CONV_TILES if choice[2] else HELIUM_CONV_TILES)
                  for choice in set(choices.values())}
     return BundleChoice({kernel: schedules[choice] for kernel, choice in choices.items()})
 

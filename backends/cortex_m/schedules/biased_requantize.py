@@ -1,4 +1,5 @@
-"""The DSP cores' scalar requantizations of an element loop as calls of `<prefix>_requantize_biased`
+"""The DSP and Helium cores' (and the RISC-V cores', through the helper's portable path: MUL and MULH) scalar
+requantizations of an element loop as calls of `<prefix>_requantize_biased`
 (`backends.cortex_m.helpers.templates.requantize_biased.h.in`: SMMLAR, the sign term and the shift, inlined with
 constant arguments), the zero point added after a requantization folded into its bias.
 
@@ -130,12 +131,14 @@ def _mapped(stmt: tirx.Stmt) -> tirx.Stmt:
     return map_child_stmts(stmt, _mapped)
 
 
-def biased_requantize_calls(func: tirx.PrimFunc, extern_stage: bool = False) -> tirx.PrimFunc:
+def biased_requantize_calls(func: tirx.PrimFunc, extern_stage: bool = False, least: int = 1) -> tirx.PrimFunc:
     """`func` with each constant `requantize_double_small` (and a zero point added or subtracted after it) as a call
     of `<prefix>_requantize_biased` where `func` is an element loop (no scratch buffers) or, with `extern_stage`, one
-    TE extern stage (whose buffers are its own loops' locals: a MEAN's window sums, `tvm_ext.kernels.window_sums`);
-    else `func` itself."""
+    TE extern stage (whose buffers are its own loops' locals: a MEAN's window sums, `tvm_ext.kernels.window_sums`),
+    of at least `least` such requantizations (a fused chain's, with `least` 2); else `func` itself."""
     if not extern_stage and _has_scratch(func):
+        return func
+    if least > 1 and sum(1 for node in walk(func.body) if _small_requantization(node) is not None) < least:
         return func
     body = _mapped(func.body)
     return func if body.same_as(func.body) else func.with_body(body)

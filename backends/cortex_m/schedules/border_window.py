@@ -204,7 +204,8 @@ def _window_parts(realize: s_tir.SBlockRealize, guard: tvm.ir.Call, loops: list,
 
 def paired_windows(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, guard: tvm.ir.Call, loops: list,
                    first_reduction: int, test_depth: Optional[int], pixel: tirx.Var, widen_inputs: bool = True,
-                   scratch: Optional[tirx.Buffer] = None) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
+                   scratch: Optional[tirx.Buffer] = None, padded_tiles: bool = False
+                   ) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
     """The statements computing the pixels ``pixel`` and ``pixel + 1`` of a padded convolution, either or both
     on the border, and the scratch buffers they use: both windows copied as ``windowed_border`` copies one (the
     test asked once per tap at ``loops[test_depth]``), one after the other into one buffer of two windows, then
@@ -212,7 +213,8 @@ def paired_windows(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, guard: t
     and widened once for both pixels, over one run of ``KH * KW * Cin`` inputs per pixel (with
     ``widen_inputs``, the two windows widened to int16 pairs once first). ``pixel_body``, ``realize``, ``guard``,
     ``loops`` and ``first_reduction`` as ``windowed_border`` takes them; ``scratch``, the interior pairs' widened
-    inputs, reused where it holds enough words. None where it does not fit."""
+    inputs, reused where it holds enough words; ``padded_tiles`` as ``paired_pixel_body`` takes it. None where it
+    does not fit."""
     parts = _window_parts(realize, guard, loops, first_reduction, test_depth)
     if parts is None:
         return None
@@ -233,7 +235,7 @@ def paired_windows(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, guard: t
                           block.match_buffers, block.annotations)
     update = s_tir.SBlockRealize([*update.iter_values, tirx.const(0, pixel.ty.dtype)], update.predicate, placed)
     paired = paired_pixel_body(pixel_body, update, loops, first_reduction, pixel, widen_inputs, pair_axis=place,
-                               scratch=scratch)
+                               scratch=scratch, padded_tiles=padded_tiles)
     if paired is None:
         return None
     body, scratch = paired

@@ -64,6 +64,7 @@ from typing import Optional
 import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
+from tvm.sym import Analyzer
 
 from backends.backend import ScratchFreeForm
 from backends.bias_forms import by_bias
@@ -79,10 +80,11 @@ from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_
 from backends.cortex_m.schedules.depthwise_spread import spread_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
-from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_UNTABLED_EPILOGUE,
-                                                              REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_EPILOGUE,
+                                                              DSP_UNTABLED_EPILOGUE, LUT_ENTRIES, REQUANTIZE_S8_OPS,
+                                                              REQUANTIZE_SMALL_LUT_OPS, REQUANTIZE_SMALL_OPS,
                                                               EpilogueHelper, requantize_epilogue,
-                                                              requantize_epilogue_call)
+                                                              requantize_epilogue_call, requantized)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import UnknownTirNode, map_leaves, map_nodes, vars_read, walk, with_root_loops_replaced
@@ -96,8 +98,12 @@ DOUBLE_ROUNDING_LOOPS = EpilogueHelper(DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS)
 """The matcher of a pair's scalar requantization loop of any double rounding (``DOUBLE_ROUNDING_OPS``, through
 ``requantize_epilogue_call``): a matched loop's call takes a ``REQUANTIZE_S8_OPS`` op, which ``FUSED_OPS`` turns into
 the fused helper's (``PAIR_TILES_DOUBLE_OPS``) here only; no such call reaches a DSP kernel."""
+PAIR_TILES_LUT_OPS = by_bias("tvm_ext.pair_tiles_lut_s8")
+"""The fused helper's op per bias type with a lookup table after the DSP epilogue (its table epilogue's,
+``requantize_epilogue.REQUANTIZE_SMALL_LUT_OPS``: a LEAKY_RELU convolution's)."""
 FUSED_OPS = {**{op: PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_SMALL_OPS.items()},
-             **{op: PAIR_TILES_DOUBLE_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()}}
+             **{op: PAIR_TILES_DOUBLE_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()},
+             **{op: PAIR_TILES_LUT_OPS[bias] for bias, op in REQUANTIZE_SMALL_LUT_OPS.items()}}
 """The fused helper's op per epilogue op."""
 # pair_tiles_s8(out, x, q, w, bias, multiplier, shift, zero_point, x_row_stride, rows, row_len, x_pixel_stride,
 # out_pixel_stride, w_channel_stride, channels): out[p * out_pixel_stride + c] and the epilogue's constants
@@ -114,6 +120,10 @@ for _bias, _op in PAIR_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias), PAIR_TILES_ACCESS)
 for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
     register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True), PAIR_TILES_ACCESS)
+# pair_tiles_lut_s8(..., channels, table): PAIR_TILES_ACCESS's elements and the table's LUT_ENTRIES.
+PAIR_TILES_LUT_ACCESS = HelperAccess((*PAIR_TILES_ACCESS.pointers, PointerAccess(15, (Axis(LUT_ENTRIES, 1),))))
+for _bias, _op in PAIR_TILES_LUT_OPS.items():
+    register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias, table=True), PAIR_TILES_LUT_ACCESS)
 
 PAIR_DIRECT_OP = "tvm_ext.pair_tiles_direct_s8"
 """The scratch-free form's op, every bias type and rounding (``without_pair_scratch``)."""
@@ -133,6 +143,12 @@ the next whole tile (the lowering's zero channels), three rows past ``channels``
 for _bias, _op in PAIR_PART_OPS.items():
     register_helper_call(_op, PAIR_PART_HELPERS, functools.partial(pair_part_helper_name, bias=_bias),
                          with_tile_overread(PAIR_TILES_ACCESS, 3, 13))
+PAIR_PART_LUT_OPS = by_bias("tvm_ext.pair_tiles_part_lut_s8")
+"""PAIR_PART_OPS' helpers with a lookup table after the epilogue (PAIR_TILES_LUT_OPS' call, its last tile of fewer
+channels: a padded last tile's table epilogue call, ``requantize_epilogue_call`` with ``partial_tables``)."""
+for _bias, _op in PAIR_PART_LUT_OPS.items():
+    register_helper_call(_op, PAIR_PART_HELPERS, functools.partial(pair_part_helper_name, bias=_bias, table=True),
+                         with_tile_overread(PAIR_TILES_LUT_ACCESS, 3, 13))
 _BIAS_BYTES = {"int32": 4, "int16": 2}
 _DIRECT_FORMS = {**{op: (_BIAS_BYTES[bias], 0) for bias, op in PAIR_TILES_OPS.items()},
                  **{op: (_BIAS_BYTES[bias], 1) for bias, op in PAIR_TILES_DOUBLE_OPS.items()}}
@@ -141,14 +157,18 @@ _DIRECT_FORMS = {**{op: (_BIAS_BYTES[bias], 0) for bias, op in PAIR_TILES_OPS.it
 
 def fuses_pairs(stmt: tirx.Stmt) -> bool:
     """Whether ``stmt`` (a kernel's or a pixel's statements) requantizes more than one channel tile of sums with
-    a double rounding and per-channel constants, no lookup table (``requantize_epilogue``), which the fused
-    helper computes: its pairs' loops over their channel tiles become pair-tiles calls (``pair_tiles_calls``),
-    so the pairs need not be widened first (a single tile leaves no loop to fuse)."""
+    a double rounding and per-channel constants (``requantize_epilogue``), no lookup table or one after the DSP
+    epilogue's rounding (``PAIR_TILES_LUT_OPS``, ``PAIR_PART_LUT_OPS``), which the fused helper computes: its pairs' loops over their channel tiles become
+    pair-tiles calls (``pair_tiles_calls``), so the pairs need not be widened first (a single tile leaves no loop
+    to fuse)."""
     for node in walk(stmt):
-        epilogue = requantize_epilogue(node.body, DOUBLE_ROUNDING_LOOPS.roundings) \
+        epilogue = requantize_epilogue(node.body, DOUBLE_ROUNDING_LOOPS.roundings, tables=True) \
             if isinstance(node, s_tir.SBlock) else None
         if epilogue is not None:
             channels = epilogue.store.buffer.shape[-1]
+            if epilogue.table is not None:
+                return isinstance(channels, tirx.IntImm) and int(channels) > TILE \
+                    and requantized(epilogue.store, DSP_EPILOGUE.roundings, tables=True) is not None
             return not isinstance(channels, tirx.IntImm) or int(channels) > TILE
     return False
 
@@ -191,7 +211,8 @@ def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: in
     (``fuses_pairs``): its pairs ``pair_tiles_calls`` then fuses, whose helper widens them itself. Where no helper
     of those computes the reduction (``func`` unchanged), a depthwise one of a multiplier above 1 one call of the
     spread helper per pixel (``depthwise_spread``; it has no two-pixel form)."""
-    paired = pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fuses_pairs(func.body))
+    paired = pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fuses_pairs(func.body),
+                                            padded_tiles=True)
     if paired is not func:
         return paired
     return pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=False,
@@ -200,15 +221,18 @@ def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: in
 
 def paired_pixel_body(pixel_body: tirx.Stmt, *args, **kwargs):
     """``pixel_pairs.paired_pixel_body`` with the pair's inputs widened once unless ``pixel_body`` requantizes
-    with the DSP epilogue (``fuses_pairs``): its pair ``pair_tiles_calls`` then fuses."""
-    return pixel_pairs.paired_pixel_body(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body), **kwargs)
+    with the DSP epilogue (``fuses_pairs``): its pair ``pair_tiles_calls`` then fuses; a padded last tile's
+    epilogue pairs too (``padded_tiles``: the partial pair tiles take it)."""
+    return pixel_pairs.paired_pixel_body(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body),
+                                         padded_tiles=True, **kwargs)
 
 
 def paired_windows(pixel_body: tirx.Stmt, *args, **kwargs):
     """``border_window.paired_windows`` (a border pixel pair's windows copied) with the pair's inputs widened
     once unless ``pixel_body`` requantizes with the DSP epilogue (``fuses_pairs``): its pair
-    ``pair_tiles_calls`` then fuses."""
-    return border_window.paired_windows(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body), **kwargs)
+    ``pair_tiles_calls`` then fuses; a padded last tile's epilogue pairs too (``padded_tiles``)."""
+    return border_window.paired_windows(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body),
+                                        padded_tiles=True, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -264,7 +288,8 @@ DSP_PAIR_TILES = PairTileHelpers(
     (DUAL_MAC_2PX_OP,), _dsp_window, TILE, DOUBLE_ROUNDING_LOOPS, FUSED_OPS, q15_scratch_words,
     lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
                                              out_pixel_stride, window.w_tile_step // TILE, tiles * TILE],
-    (DSP_UNTABLED_EPILOGUE, {PAIR_TILES_OPS[bias]: op for bias, op in PAIR_PART_OPS.items()}))
+    (DSP_UNTABLED_EPILOGUE, {**{PAIR_TILES_OPS[bias]: op for bias, op in PAIR_PART_OPS.items()},
+                             **{PAIR_TILES_LUT_OPS[bias]: op for bias, op in PAIR_PART_LUT_OPS.items()}}))
 """The DSP cores': the two-pixel dual MAC, four channels a tile, the pair's inputs widened once into a scratch
 (``templates/pair_tiles.h.in``; the call of PAIR_TILES_ACCESS); a channel count that is not a multiple of four
 ``templates/pair_tiles_part.h.in``."""
@@ -326,6 +351,26 @@ def _requantizations(stmts: list, helpers: PairTileHelpers, tile=None
     return found, bounds
 
 
+def _counted_bound(requantization: tvm.ir.Call, loop: tirx.For, tile_channels: int) -> Optional[int]:
+    """The channel bound of an epilogue call whose count (argument 6) is ``min(tile_channels, bound - tile *
+    tile_channels)`` at every iteration of the tile loop ``loop`` (a padded last tile's table epilogue,
+    ``requantize_epilogue_call`` with ``partial_tables``), else None."""
+    count, tile = requantization.args[6], loop.loop_var
+    analyzer = Analyzer()
+    values = []
+    for step in range(int(loop.min), int(loop.min) + int(loop.extent)):
+        value = analyzer.simplify(map_leaves(count, lambda n: tirx.const(step, str(tile.ty.dtype))
+                                             if n.same_as(tile) else n))
+        if not isinstance(value, tirx.IntImm):
+            return None
+        values.append((step, int(value)))
+    last, at_last = values[-1]
+    bound = last * tile_channels + at_last
+    if any(value != min(tile_channels, bound - step * tile_channels) for step, value in values):
+        return None
+    return bound
+
+
 def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
                     helpers: PairTileHelpers = DSP_PAIR_TILES) -> Optional[s_tir.SBlockRealize]:
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or None
@@ -347,6 +392,12 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
     if read is None:
         return None
     requantizations, tested = read
+    counted = [bound is None and not isinstance(call.args[6], tirx.IntImm) for (call, _), bound in
+               zip(requantizations, tested)]
+    tested = [_counted_bound(call, loop, helpers.tile) if by_count else bound
+              for (call, _), bound, by_count in zip(requantizations, tested, counted)]
+    if any(by_count and bound is None for by_count, bound in zip(counted, tested)):
+        return None
     if None in (acc_a, acc_b, x, w) or len(requantizations) != DUAL_MAC_PIXELS or len(set(tested)) != 1:
         return None  # both pixels' epilogues under the same channel test, or neither
     tile_channels = helpers.tile
@@ -372,17 +423,18 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
         return None
     # each pixel's epilogue reads its accumulators; the second pixel's outputs a constant stride on
     outs = []
-    for (requantization, _), acc in zip(requantizations, (acc_a, acc_b)):
+    for (requantization, _), acc, by_count in zip(requantizations, (acc_a, acc_b), counted):
         out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
+        count = requantization.args[6]
         if None in (out, read, *epilogue) or not read.source.same_as(acc.source) \
                 or constant(flat_offset(read) - flat_offset(acc)) != 0 \
-                or int(requantization.args[6]) != tile_channels:
+                or not by_count and (not isinstance(count, tirx.IntImm) or int(count) != tile_channels):
             return None
         outs.append((requantization, out, epilogue))
     (first, out, epilogue), (other, out_b, epilogue_b) = outs
     if first.op.name != other.op.name or not out_b.source.same_as(out.source) \
-            or not tvm_ffi.structural_equal(list(first.args[2:6]), list(other.args[2:6])):
-        return None
+            or not tvm_ffi.structural_equal([*first.args[2:6], *first.args[7:]], [*other.args[2:6], *other.args[7:]]):
+        return None  # the same constants (and table, if any) for both pixels
     out_pixel_stride = constant(flat_offset(out_b) - flat_offset(out))
     if out_pixel_stride is None or out_pixel_stride < channels:
         return None  # the pixels' outputs must not overlap
@@ -408,8 +460,11 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
             *helpers.window_args(window, out_pixel_stride, int(loop.extent))]
     if bound is not None:
         args[-1] = channels  # the window arguments' last: the channels
-    call = tirx.call_intrin("int32", fused, *args)
-    reads = [_whole(load.source) for load in (x, w, *epilogue)]
+    tables = [pointee(arg) for arg in first.args[7:]]  # the table epilogue's (PAIR_TILES_LUT_OPS), last
+    if None in tables:
+        return None
+    call = tirx.call_intrin("int32", fused, *args, *first.args[7:])
+    reads = [_whole(load.source) for load in (x, w, *epilogue, *tables)]
     writes = [_whole(out.source)]
     block = s_tir.SBlock([], reads, writes, "pair_tiles", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)

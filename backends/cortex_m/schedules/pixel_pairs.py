@@ -35,8 +35,8 @@ Replacement = Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
                       pixel: tirx.Var, widen_inputs: bool = True, replacement: Optional[Replacement] = None,
-                      pair_axis: Optional[tirx.Var] = None, scratch: Optional[tirx.Buffer] = None
-                      ) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
+                      pair_axis: Optional[tirx.Var] = None, scratch: Optional[tirx.Buffer] = None,
+                      padded_tiles: bool = False) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
     """The statements computing pixels ``pixel`` and ``pixel + 1`` of an interior row, and the scratch
     buffers they use: ``pixel_body`` (one pixel's statements: the loops ``loops`` below the pixel loop, the
     unguarded update block ``realize``, the reduction ``loops[first_reduction:]`` with the channel tile
@@ -46,11 +46,15 @@ def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops
     as they are); ``replacement`` makes the two-pixel call (by default ``dual_mac_replacement``: another
     backend's helpers); ``pair_axis``, an iteration variable of ``realize``'s block bound to 0 there, is bound to
     the pixel's place in the pair (0, 1: each pixel's window copied apart, ``border_window.paired_windows``);
-    ``scratch``, another pair's widened-input scratch the widening may reuse (``pair_q15.widened_pair``). None where the reduction's statements do not have that form or the call does not fit."""
+    ``scratch``, another pair's widened-input scratch the widening may reuse (``pair_q15.widened_pair``);
+    ``padded_tiles``, whether a block under a test (a padded last tile's epilogue, ``tile * 4 + channel <
+    channels``: output channels the lowering padded to whole tiles) pairs too, its test at the second pixel
+    (``_predicate_at``; the DSP cores', whose helpers take such tiles), else the pair is refused. None where the
+    reduction's statements do not have that form or the call does not fit."""
     pixel_loop = tirx.For(tirx.Var("pixel_pair", pixel.ty.dtype), tirx.const(0, pixel.ty.dtype),
                           tirx.const(DUAL_MAC_PIXELS, pixel.ty.dtype), tirx.ForKind.SERIAL, tirx.Evaluate(0))
     try:
-        shifted = _realize_at(realize, {pixel: pixel + pixel_loop.loop_var})
+        shifted = _realize_at(realize, {pixel: pixel + pixel_loop.loop_var}, padded_tiles)
         if pair_axis is not None:
             shifted = s_tir.SBlockRealize([pixel_loop.loop_var if iv.var.same_as(pair_axis) else value
                                            for iv, value in zip(shifted.block.iter_vars, shifted.iter_values)],
@@ -63,8 +67,8 @@ def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops
     widened = widened_pair(call, loops[:first_reduction], scratch) if widen_inputs else None
     try:
         if widened is None:
-            return _pair_around(pixel_body, loops[first_reduction], call, pixel), []
-        paired = _pair_around(pixel_body, loops[first_reduction], widened.call, pixel)
+            return _pair_around(pixel_body, loops[first_reduction], call, pixel, padded_tiles), []
+        paired = _pair_around(pixel_body, loops[first_reduction], widened.call, pixel, padded_tiles)
     except KeyError:
         return None
     return tirx.SeqStmt([widened.widen, paired]), [] if widened.scratch.same_as(scratch) else [widened.scratch]
@@ -80,22 +84,40 @@ def pair_tests(pixel: tirx.Var, low: int, pairs: int) -> tuple[tirx.Expr, tirx.E
     return starts, ends
 
 
-def _realize_at(realize: s_tir.SBlockRealize, mapping: dict) -> s_tir.SBlockRealize:
-    """``realize`` with the variables of ``mapping`` replaced in its bindings (KeyError: a form we do not
-    rewrite)."""
+def _realize_at(realize: s_tir.SBlockRealize, mapping: dict, predicated: bool = False) -> s_tir.SBlockRealize:
+    """``realize`` with the variables of ``mapping`` replaced in its bindings, and with ``predicated`` in its
+    predicate (KeyError: a form we do not rewrite, a predicated block without ``predicated``)."""
     values = [substitute_index(value, mapping) for value in realize.iter_values]
-    if not isinstance(realize.predicate, tirx.IntImm):
+    if not predicated and not isinstance(realize.predicate, tirx.IntImm):
         raise KeyError("a predicated block")
-    return s_tir.SBlockRealize(values, realize.predicate, realize.block)
+    return s_tir.SBlockRealize(values, _predicate_at(realize.predicate, mapping), realize.block)
 
 
-def _pair_around(stmt: tirx.Stmt, reduction: tirx.For, call: s_tir.SBlockRealize, pixel: tirx.Var) -> tirx.Stmt:
+_COMPARISONS = (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE)
+
+
+def _predicate_at(predicate, mapping: dict):
+    """A block's ``predicate`` with the variables of ``mapping`` replaced: a constant, comparisons of index
+    expressions, their conjunctions (a padded channel tile's ``tile * 4 + channel < channels``; KeyError: another
+    form)."""
+    if isinstance(predicate, tirx.IntImm):
+        return predicate
+    if isinstance(predicate, _COMPARISONS):
+        return type(predicate)(substitute_index(predicate.a, mapping), substitute_index(predicate.b, mapping))
+    if isinstance(predicate, tirx.And):
+        return tirx.And(_predicate_at(predicate.a, mapping), _predicate_at(predicate.b, mapping))
+    raise KeyError(type(predicate).__name__)
+
+
+def _pair_around(stmt: tirx.Stmt, reduction: tirx.For, call: s_tir.SBlockRealize, pixel: tirx.Var,
+                 predicated: bool = False) -> tirx.Stmt:
     """``stmt`` with ``reduction`` replaced by ``call`` and each statement of the sequence holding it
-    repeated for ``pixel`` and ``pixel + 1``; the loops above that sequence kept (KeyError: another form)."""
+    repeated for ``pixel`` and ``pixel + 1`` (blocks under a test with ``predicated`` only); the loops above that
+    sequence kept (KeyError: another form)."""
     if isinstance(stmt, tirx.For):
         return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind,
-                        _pair_around(stmt.body, reduction, call, pixel), stmt.thread_binding, stmt.annotations,
-                        stmt.step)
+                        _pair_around(stmt.body, reduction, call, pixel, predicated), stmt.thread_binding,
+                        stmt.annotations, stmt.step)
     if not isinstance(stmt, tirx.SeqStmt) or not any(child.same_as(reduction) for child in stmt.seq):
         raise KeyError(type(stmt).__name__)
     first, second = [], []
@@ -104,34 +126,36 @@ def _pair_around(stmt: tirx.Stmt, reduction: tirx.For, call: s_tir.SBlockRealize
             first.append(call)
         else:
             first.append(child)
-            second.append(_at_pixel(child, {pixel: pixel + 1}))
+            second.append(_at_pixel(child, {pixel: pixel + 1}, predicated))
     # Each pixel's initialisation before the call, each one's epilogue after it.
     at = next(i for i, child in enumerate(stmt.seq) if child.same_as(reduction))
     return tirx.SeqStmt([*first[:at], *second[:at], call, *first[at + 1:], *second[at:]])
 
 
-def _at_pixel(stmt: tirx.Stmt, mapping: dict) -> tirx.Stmt:
-    """``stmt`` (loops around blocks) with the variables of ``mapping`` replaced in the blocks' bindings
-    (KeyError: another statement kind, or a loop bound that reads them)."""
+def _at_pixel(stmt: tirx.Stmt, mapping: dict, predicated: bool = False) -> tirx.Stmt:
+    """``stmt`` (loops around blocks) with the variables of ``mapping`` replaced in the blocks' bindings (and
+    with ``predicated`` in their tests: ``_realize_at``) (KeyError: another statement kind, or a loop bound that
+    reads them)."""
     if isinstance(stmt, s_tir.SBlockRealize):
         if not stmt.block.iter_vars:
             raise KeyError("an opaque block")
-        return _realize_at(stmt, mapping)
+        return _realize_at(stmt, mapping, predicated)
     if isinstance(stmt, tirx.For):
-        return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, _at_pixel(stmt.body, mapping),
+        return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, _at_pixel(stmt.body, mapping, predicated),
                         stmt.thread_binding, stmt.annotations, stmt.step)
     if isinstance(stmt, tirx.SeqStmt):
-        return tirx.SeqStmt([_at_pixel(child, mapping) for child in stmt.seq])
+        return tirx.SeqStmt([_at_pixel(child, mapping, predicated) for child in stmt.seq])
     raise KeyError(type(stmt).__name__)
 
 
 def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int,
-                       widen_inputs: bool = True, replacement: Optional[Replacement] = None) -> tirx.PrimFunc:
+                       widen_inputs: bool = True, replacement: Optional[Replacement] = None,
+                       padded_tiles: bool = False) -> tirx.PrimFunc:
     """``func`` with the unpadded MAC reduction of the update block ``block_name`` (its loops from the root:
     the pixel loop, the channel tile's outer loop, then from ``first_reduction`` the reduction loops and the
     channel tile) as dual-MAC calls: pairs of pixels where a pair fits (a pixel count the schedule's split by
     two does not divide, kws's 5 columns), the last pixel on its own; ``widen_inputs`` as for
-    ``paired_pixel_body``; ``replacement`` makes both calls (by default ``mac_helper_replacement`` the lone
+    ``paired_pixel_body``, and ``padded_tiles``; ``replacement`` makes both calls (by default ``mac_helper_replacement`` the lone
     pixel's, ``dual_mac_replacement`` the pairs'). ``func`` unchanged where no helper computes the reduction."""
     root = func.body
     found = _block_with_loops(root.block.body, block_name, []) if isinstance(root, s_tir.SBlockRealize) else None
@@ -145,7 +169,7 @@ def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: in
     single = replace_stmt(pixel_loop.body, inner[1], single_call)
     pairs = int(pixel_loop.extent) // DUAL_MAC_PIXELS
     paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var,
-                               widen_inputs, replacement) if pairs else None
+                               widen_inputs, replacement, padded_tiles=padded_tiles) if pairs else None
     body, scratch = single, []
     if paired is not None:
         starts, ends = pair_tests(pixel_loop.loop_var, int(pixel_loop.min), pairs)

@@ -40,6 +40,7 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
+from tvm.sym import Analyzer
 
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers import HELIUM_LEFT_SHIFTS_HELPERS
@@ -240,19 +241,42 @@ def per_tensor_requantization(store, roundings: frozenset[str]) -> Optional[PerT
     return PerTensorRequantization(store, *operands, parts.op, multiplier, shift, parts.zero_point)
 
 
-def requantize_epilogue_call(loop: tirx.For, helper: EpilogueHelper = HELIUM_EPILOGUE
+def _channels_below(loop: tirx.For, predicate) -> Optional[tirx.Expr]:
+    """The count of ``loop``'s channels (from 0) that ``predicate``, ``first + channel < bound`` (``first`` free of
+    the channel: a padded last tile's test, ``tile * 4 + channel < channels``), lets through: ``min(extent, bound -
+    first)``; None for another predicate."""
+    if not isinstance(predicate, tirx.LT) or not isinstance(predicate.b, tirx.IntImm):
+        return None
+    try:
+        first = substitute_index(predicate.a, {loop.loop_var: tirx.const(0, str(loop.loop_var.ty.dtype))})
+    except KeyError:
+        return None
+    analyzer = Analyzer()
+    if not analyzer.can_prove_equal(predicate.a - loop.loop_var, first):
+        return None
+    return analyzer.simplify(tirx.Min(loop.extent, predicate.b - first))
+
+
+def requantize_epilogue_call(loop: tirx.For, helper: EpilogueHelper = HELIUM_EPILOGUE, partial_tables: bool = False
                              ) -> Optional[s_tir.SBlockRealize]:
     """``helper``'s call block computing what ``loop`` (from 0, a constant count of channels, around the block
     of one requantization) computes, or None where its block is not one of ``helper``'s roundings or an access
-    does not step one element along its last axis per channel (every other axis fixed)."""
+    does not step one element along its last axis per channel (every other axis fixed). With ``partial_tables``
+    a loop whose block looks its values up in a table and runs under a padded last tile's channel test
+    (``_channels_below``) takes the call too, its count the channels below the bound (the helper's scalar rest
+    past its tiles of four); one that stores its values keeps its loop for the fused partial tiles
+    (``conv_tiles.partial_tile_epilogue``)."""
     realize = loop.body
     if not isinstance(realize, s_tir.SBlockRealize) or not isinstance(loop.extent, tirx.IntImm) \
-            or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0 \
-            or not isinstance(realize.predicate, tirx.IntImm) or not bool(realize.predicate):
+            or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+        return None
+    whole = isinstance(realize.predicate, tirx.IntImm) and bool(realize.predicate)
+    below = None if whole or not partial_tables else _channels_below(loop, realize.predicate)
+    if not whole and below is None:
         return None
     epilogue = requantize_epilogue(realize.block.body, helper.roundings, helper.table_ops is not None)
     count = int(loop.extent)
-    if epilogue is None or count < 1:
+    if epilogue is None or count < 1 or (below is not None and epilogue.table is None):
         return None
     bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
     offsets = AccessOffsets(bindings, [loop.loop_var])
@@ -270,21 +294,25 @@ def requantize_epilogue_call(loop: tirx.For, helper: EpilogueHelper = HELIUM_EPI
     bias = str(epilogue.bias.source.dtype)
     op = helper.ops[bias] if epilogue.table is None else helper.table_ops[bias]
     table = [] if epilogue.table is None else [tirx.address_of(tirx.BufferLoad(epilogue.table, [tirx.const(0, "int32")]))]
-    call = tirx.call_intrin("int32", op, *(tirx.address_of(start) for start in starts), epilogue.zero_point, count,
+    stored = count if below is None else below
+    call = tirx.call_intrin("int32", op, *(tirx.address_of(start) for start in starts), epilogue.zero_point, stored,
                             *table)
     out, *reads = [tirx.BufferRegion(start.source, [tvm.ir.Range.from_min_extent(i, 1) for i in start.indices[:-1]]
-                                     + [tvm.ir.Range.from_min_extent(start.indices[-1], count)]) for start in starts]
+                                     + [tvm.ir.Range.from_min_extent(start.indices[-1], stored)]) for start in starts]
     if epilogue.table is not None:
         reads.append(tirx.BufferRegion(epilogue.table, [tvm.ir.Range.from_min_extent(0, LUT_ENTRIES)]))
     block = s_tir.SBlock([], reads, [out], "requantize", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
 
 
-def requantize_epilogue_calls(func: tirx.PrimFunc, helper: EpilogueHelper = HELIUM_EPILOGUE) -> tirx.PrimFunc:
+def requantize_epilogue_calls(func: tirx.PrimFunc, helper: EpilogueHelper = HELIUM_EPILOGUE,
+                              partial_tables: bool = False) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel: a root block around its loops) with each requantization loop of the
-    module docstring's form that ``helper`` computes (not inside another block) replaced by its call; any other
-    function unchanged."""
-    return with_root_loops_replaced(func, functools.partial(requantize_epilogue_call, helper=helper))
+    module docstring's form that ``helper`` computes (not inside another block) replaced by its call, with
+    ``partial_tables`` a padded last tile's looked up too (``requantize_epilogue_call``); any other function
+    unchanged."""
+    return with_root_loops_replaced(func, functools.partial(requantize_epilogue_call, helper=helper,
+                                                            partial_tables=partial_tables))
 
 
 LEFT_SHIFTS_OP = "tvm_ext.helium_left_shifts"

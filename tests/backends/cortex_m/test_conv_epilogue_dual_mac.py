@@ -9,7 +9,9 @@ cortex-m4f: the convolution, the depthwise convolution and the fully connected l
   HARD_SWISH, ...) is fused after the layer computing its input (transform/fuse_keeping_layers.py): the
   epilogue is one load, no second requantization; on the DSP core the requantization and that load are one
   call of `<prefix>_requantize_small_lut_s8(_b16)` per channel tile (backends/cortex_m/schedules/
-  requantize_epilogue.py), on the host (its portable C, strict warnings and sanitizers) bit-exact too.
+  requantize_epilogue.py), or inside a convolution's fused pixel-pair tiles with the table,
+  `<prefix>_pair_tiles_lut_s8(_b16)` (backends/cortex_m/schedules/pair_tiles.py), on the host (its portable C,
+  strict warnings and sanitizers) bit-exact too.
 """
 
 from __future__ import annotations
@@ -97,11 +99,13 @@ def test_layers_with_an_epilogue_call_their_mac_helpers_bit_exactly_on_cortex_m4
     bundle, bodies = _bit_exact_epilogue_bundle(tmp_path, "cortex-m4f", "mps2-")
     assert len(bodies) == 4, sorted(bodies)  # each layer fused with its epilogue into one kernel
     for name, body in bodies.items():
-        assert re.search(rf"{bundle.plan.model}_\w*mac\w*\(", body), f"{name} calls no MAC helper:\n{body}"
+        assert re.search(rf"{bundle.plan.model}_(\w*mac\w*|pair_tiles_lut_s8\w*)\(", body), \
+            f"{name} calls no MAC helper:\n{body}"
         # The epilogue a table load: one requantization (the layer's), not LEAKY_RELU's second.
         assert "requantize_double(" not in body, f"{name} requantizes twice:\n{body}"
-        if "leaky_relu" in name:  # the requantization and the lookup: the DSP epilogue's call per channel tile
-            assert re.search(rf"{bundle.plan.model}_requantize_small_lut_s8(_b16)?\(", body), body
+        if "leaky_relu" in name:  # the requantization and the lookup: the DSP epilogue's call per channel tile, or
+            # the fused pair tiles' with the table
+            assert re.search(rf"{bundle.plan.model}_(requantize_small_lut_s8|pair_tiles_lut_s8)(_b16)?\(", body), body
             assert "_requantize_double_small(" not in body, f"{name} requantizes outside the helper:\n{body}"
     proc = strict_sanitized_selftest(bundle.out_dir, tmp_path / "host", make_arguments=(
         "selftest", "CFLAGS=-std=c99 -O2", "AR=ar"))

@@ -175,12 +175,15 @@ def _conv_then_leaky_relu_model(shape: tuple[int, ...], out_channels: int, seed:
 
 
 @needs_cross_tools
-@pytest.mark.parametrize("shape", [(1, 24, 28, 5), (1, 5, 8, 16)], ids=["one_pixel_tiles", "pixel_pairs"])
-def test_partial_channel_tiles_with_a_table_after_them_keep_their_loop_bit_exactly(tmp_path, shape):
+@pytest.mark.parametrize("shape, helper", [((1, 24, 28, 5), "_requantize_small_lut_s8"),
+                                           ((1, 5, 8, 16), "_pair_tiles_part_lut_s8")],
+                         ids=["one_pixel_tiles", "pixel_pairs"])
+def test_partial_channel_tiles_with_a_table_after_them_call_the_table_helpers_bit_exactly(tmp_path, shape, helper):
     """A LEAKY_RELU fused into a convolution of 7 output channels makes its padded tile's epilogue a requantization
-    and a table lookup: the partial tiles store requantized values only (`DSP_UNTABLED_EPILOGUE`), so such a layer
-    keeps its tiles' loop, where the schedule had looked up a table helper it has not (the compile failed), in the
-    shapes whose partial one-pixel tiles pay (24x28x5) and whose pixels pair (5x8x16)."""
+    and a table lookup: its loop under the channel test becomes one call of the table epilogue, its count the
+    channels below the bound (`requantize_epilogue_call` with `partial_tables`; the one-pixel partial tiles store
+    requantized values only, `DSP_UNTABLED_EPILOGUE`), and where the pixels pair (5x8x16) the pair's tiles one call
+    of the partial pair tiles with the table (`pair_tiles_part_lut_s8`): no scalar epilogue under the test is left."""
     kernels = kernels_bit_exact_everywhere(tmp_path, "partial_table", _conv_then_leaky_relu_model(shape, 7))
     (body,) = ("\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name)
-    assert "_tiles_part_s8" not in body and GUARDED_EPILOGUE.search(body), body
+    assert helper in body and not GUARDED_EPILOGUE.search(body), body

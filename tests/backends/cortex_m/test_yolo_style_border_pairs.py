@@ -1,8 +1,9 @@
 """A YOLO-style int8 network on cortex-m4f is bit-exact with TFLite Micro, and a padded convolution's border
 pixels go in pairs there (backends/cortex_m/schedules/border_window.py `paired_windows`,
 tvm_ext/schedule/border_split.py `_border_pairs`): each pair copies both windows (the padding test once per tap)
-into one buffer and makes one two-pixel dual-MAC call per channel tile, as the interior pairs do; the last pixel of
-an odd row stays alone. The widened pair's rows of whole groups of four are read as one row (pair_q15.py).
+into one buffer and makes one call of the fused pair tiles with LEAKY_RELU's table (pair_tiles.py,
+`pair_tiles_lut_s8`) over them as one row, as the interior pairs make one over the image's rows (the helper reads
+rows of whole groups of four as one run); the last pixel of an odd row stays alone.
 
 The model (tests/tflite_builder.py; the environment has no Keras, so the layers are written as TFLite's converter
 writes a Keras model's: a fused LEAKY_RELU after each convolution, a 2x UpSampling2D as RESIZE_NEAREST_NEIGHBOR):
@@ -101,16 +102,18 @@ def test_the_border_pixels_of_a_padded_convolution_go_in_pairs(yolo_style_bundle
     bodies = kernel_bodies((yolo_style_bundle.out_dir / f"{yolo_style_bundle.plan.model}_kernels.c").read_text())
     convolutions = {name: body for name, body in bodies.items() if "conv_2d" in name}
     assert len(convolutions) == 3, sorted(bodies)
-    # A border pair: both windows (3 x 3 x Cin inputs each, one after the other) widened once, then read as one
-    # row by every channel tile's two-pixel call.
-    window_pair = re.compile(r"widen_s8x2_q15\([^;]*, 1, (\d+), \1\);")
+    # A border pair: both windows (3 x 3 x Cin inputs each, one after the other) read as one row by one call of the
+    # fused pair tiles with the table (x_row_stride, rows 1, row_len, x_pixel_stride, out_pixel_stride,
+    # w_channel_stride, channels, table).
+    table_call = r"pair_tiles_lut_s8\([^;]*, {}, \d+, {}, \d+, \(&\(input5\[0\]\)\)\);"
+    window_pair = re.compile(table_call.format(r"(\d+), 1, \1, \1", r"\1"))
     paired = {name: window_pair.search(body) for name, body in convolutions.items()}
     # Both convolutions whose window rows are long enough (8 and 12 input channels); the 3-channel one copies each
     # interior pixel's short rows into a window of its own and keeps its pixels one by one.
     assert sorted(int(found.group(1)) for found in paired.values() if found) == [9 * 8, 9 * 12], sorted(convolutions)
     for name, found in paired.items():
         if found:
-            assert re.search(rf"dual_mac_q15x2x4\([^;]*, 1, {found.group(1)}\);", convolutions[name]), name
-            # The interior pairs' rows (3 x Cin inputs, whole groups of four) are read as one row too.
-            rows = [int(call) for call in re.findall(r"dual_mac_q15x2x4\([^;]*, (\d+), \d+\);", convolutions[name])]
-            assert len(rows) >= 2 and set(rows) == {1}, (name, rows)
+            # The interior pairs read the image's three rows of 3 x Cin inputs in place, one call each.
+            window = int(found.group(1))
+            interior = re.compile(table_call.format(rf"\d+, 3, {window // 3}, \d+", str(window)))
+            assert interior.search(convolutions[name]), name

@@ -6,10 +6,11 @@ from collections import Counter
 
 import tvm
 import tvm_ffi
-from tvm import relax, te
+from tvm import relax, s_tir, te, tirx
 
+from tvm_ext.layers import OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR
 from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
-                                                       share_constant_variants,
+                                                       in_first_read_order, share_constant_variants,
                                                        variable_immediates)
 
 
@@ -49,12 +50,13 @@ def _called(mod: tvm.IRModule) -> list:
 
 
 def test_template_reads_subtraction_as_addition() -> None:
-    """Before: x * 3 - 4 and x * 7 + 2. Expected: one template, the values (3, -4, ...) and (7, 2, ...)."""
+    """Before: x * 3 - 4 and x * 7 + 2. Expected: one template, the values (0, 3, -4, ...) and (0, 7, 2, ...) (x's
+    explicit offset 0 first)."""
     a = variable_immediates(te.create_prim_func(_as_tensors(_chain(3, -4, subtract=True))))
     b = variable_immediates(te.create_prim_func(_as_tensors(_chain(7, 2))))
     assert tvm_ffi.structural_equal(a[0], b[0])
-    assert a[1][:2] == (3, -4) and b[1][:2] == (7, 2)
-    assert len(a[1]) > 2 and a[1][2:] == b[1][2:]  # the chain's other immediates, equal
+    assert a[1][:3] == (0, 3, -4) and b[1][:3] == (0, 7, 2)
+    assert len(a[1]) > 3 and a[1][3:] == b[1][3:]  # the chain's other immediates, equal
 
 
 def _as_tensors(kernel) -> list:
@@ -72,8 +74,58 @@ def test_groups_share_differing_positions_only() -> None:
     groups = constant_groups(funcs)
     assert len(groups) == 1
     assert groups[0].names == ("k0", "k1", "k2")
-    assert groups[0].slot_of == {0: 0}
+    assert groups[0].slot_of == {1: 0}
     assert groups[0].values == {"k0": (3,), "k1": (7,), "k2": (3,)}
+
+
+def _indexed(offset: int, scale: int):
+    """x[i + offset] * scale + 5 then max(..., 9) * 5 + 9, over 8 elements of a 12-element x."""
+    def kernel(x: te.Tensor) -> te.Tensor:
+        return te.compute((8,), lambda i: te.max(x[i + offset].astype("int32") * scale + 5, 9) * 5 + 9, name="at")
+    return kernel
+
+
+def _loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """`func` without its blocks (their read regions would tell index offsets apart on their own)."""
+    passes = tvm.transform.Sequential([s_tir.transform.ConvertBlocksToOpaque(), s_tir.transform.LowerOpaqueBlock()])
+    return passes(tvm.IRModule({"main": func}))["main"]
+
+
+def _funcs(kernels) -> dict:
+    """name -> PrimFunc (its loops, no blocks) of each TE kernel of an int8 x of 12 elements."""
+    funcs = {}
+    for i, kernel in enumerate(kernels):
+        x = te.placeholder((12,), "int8", name="x")
+        funcs[f"k{i}"] = _loops(te.create_prim_func([x, kernel(x)]))
+    return funcs
+
+
+def test_index_offsets_are_not_constants() -> None:
+    """Before: x[i + 1] * 3 + 5 and x[i + 2] * 3 + 5 (equal but for a load's index offset). Expected: no group,
+    where masking the offset would have read x[i + constants[0]], an index index_checks cannot bound."""
+    assert constant_groups(_funcs([_indexed(1, 3), _indexed(2, 3)])) == []
+
+
+def test_index_offset_stays_where_values_vary() -> None:
+    """Before: x[i + 2] * 3 + 5 and x[i + 2] * 7 + 5. Expected: one group, its one slot the scale, the index
+    offset 2 an immediate of the template."""
+    groups = constant_groups(_funcs([_indexed(2, 3), _indexed(2, 7)]))
+    assert [(g.names, g.values) for g in groups] == [(("k0", "k1"), {"k0": (3,), "k1": (7,)})]
+    template, values = variable_immediates(_funcs([_indexed(2, 3)])["k0"])
+    assert "x[i + 2]" in template.script() and values[:2] == (0, 3)
+
+
+def test_table_index_values_vary() -> None:
+    """Before: table[(int8)(x[i] * 3) + 128] and table[(int8)(x[i] * 7) + 128] (a lookup, its index a narrowed
+    value). Expected: one group whose slot is the scale inside the index (its range is int8's whatever the
+    scale); the table's offset 128 stays an immediate."""
+    def lookup(scale: int) -> tirx.PrimFunc:
+        x, table = te.placeholder((8,), "int8", name="x"), te.placeholder((256,), "int8", name="table")
+        return _loops(te.create_prim_func([x, table, te.compute((8,), lambda i: table[
+            (x[i].astype("int32") * scale).astype("int8").astype("int32") + 128].astype("int32") * 5 + 9)]))
+
+    groups = constant_groups({"k0": lookup(3), "k1": lookup(7)})
+    assert [(g.names, g.values) for g in groups] == [(("k0", "k1"), {"k0": (3,), "k1": (7,)})]
 
 
 def test_shared_kernel_takes_each_calls_constants() -> None:
@@ -85,9 +137,63 @@ def test_shared_kernel_takes_each_calls_constants() -> None:
     assert [list(operand.value.numpy()) for _, operand in calls] == [[3, 5], [7, -2]]
     shared = mod[calls[0][0]]
     assert [p.name for p in shared.params] == ["x", CONSTANTS_ROLE, "chain"]
+    assert list(shared.attrs[OPERAND_ROLES_ATTR]) == ["data", CONSTANTS_ROLE]  # its C parameter `constants`
     text = shared.script()
     assert 'T.Cast("int32", x[v_i]) * constants[T.int64(0)] + constants[T.int64(1)]' in text
     assert len([gvar for gvar in mod.functions if gvar.name_hint != "main"]) == 1
+
+
+def _sum_chain(scale: int, swapped: bool):
+    """A TE kernel max(max(max(x * scale + y, 9) * 5, 9) * 5, 9) + 9 of int8 x and y, its parameters (x, y), or
+    (y, x) with `swapped` (as fusion lists a chain's inputs in one step and the other way in another)."""
+    def kernel(first: te.Tensor, second: te.Tensor) -> te.Tensor:
+        x, y = (second, first) if swapped else (first, second)
+
+        def value(i):
+            wide = x[i].astype("int32") * scale + y[i].astype("int32")
+            return te.max(te.max(te.max(wide, 9) * 5, 9) * 5, 9) + 9
+        return te.compute(x.shape, value, name="chain")
+    return kernel
+
+
+def test_inputs_in_other_orders_share_one_kernel() -> None:
+    """Before: main calls chain(x * 3 + y) with parameters (x, y) and chain(x * 7 + y) with parameters (y, x).
+    Expected: one shared kernel of parameters (x, y, constants), both calls passing x then y, then (3,) and
+    (7,)."""
+    bb = relax.BlockBuilder()
+    x, y = (relax.Var(name, relax.TensorType((8,), "int8")) for name in "xy")
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            first = bb.emit_te(_sum_chain(3, swapped=False), x, y, primfunc_name_hint="chain")
+            second = bb.emit_te(_sum_chain(7, swapped=True), y, x, primfunc_name_hint="chain")
+            out = bb.emit_output(relax.Tuple([first, second]))
+        bb.emit_func_output(out)
+    mod = share_constant_variants(bb.get())
+    calls = [binding.value for block in mod["main"].body.blocks for binding in block.bindings
+             if isinstance(binding.value, relax.Call) and binding.value.op.same_as(tvm.ir.Op.get("relax.call_tir"))]
+    assert len({call.args[0].name_hint for call in calls}) == 1
+    assert [[operand.same_as(var) for operand, var in zip(call.args[1].fields, (x, y))] for call in calls] == \
+        [[True, True], [True, True]]
+    assert [list(call.args[1].fields[2].value.numpy()) for call in calls] == [[3], [7]]
+
+
+def test_offsets_left_out_are_zero() -> None:
+    """Before: x * 3 + 5 and x * 7 (its offset 0, which the lowering leaves out), each in a chain. Expected: one
+    template, one group whose slots are the scale and the offset, (3, 5) and (7, 0)."""
+    funcs = {f"k{i}": te.create_prim_func(_as_tensors(kernel)) for i, kernel in enumerate([_chain(3, 5), _chain(7, 0)])}
+    assert 'T.Cast("int32", x[v_i]) * 7, 9)' in funcs["k1"].script()  # no "+ 0": the forms differ
+    groups = constant_groups(funcs)
+    assert [(g.names, g.values) for g in groups] == [(("k0", "k1"), {"k0": (3, 5), "k1": (7, 0)})]
+
+
+def test_operands_named_by_position_keep_their_order() -> None:
+    """Before: chain(x * 3 + y) of parameters (y, x), once plain and once marked with an SVDF's state operand (an
+    attribute naming an operand by its position). Expected: the plain one in first-read order (x, y): (1, 0); the
+    marked one as it is: (0, 1)."""
+    x, y = (te.placeholder((8,), "int8", name=name) for name in "xy")
+    func = te.create_prim_func([y, x, _sum_chain(3, swapped=True)(y, x)])
+    assert in_first_read_order(func, 2)[1] == (1, 0)
+    assert in_first_read_order(func.with_attr(STATE_OPERAND_ATTR, 0), 2)[1] == (0, 1)
 
 
 def test_small_kernels_are_not_shared() -> None:
@@ -106,8 +212,11 @@ def test_unrolled_gru_steps_share_kernels(compiled) -> None:
     assert bundle.selftest is not None and bundle.selftest.passed
     gates = Counter(call.kernel for call in bundle.plan.calls if "logistic" in call.kernel)
     assert sum(gates.values()) >= 40 and len(gates) < sum(gates.values())
+    shared = [name for name, calls in gates.items() if calls > 1]
     kernels = (bundle.out_dir / "kws_gru_40x16_int8_kernels.c").read_text()
-    assert any(line.startswith("void ") and "const int32_t* " in line for line in kernels.splitlines())
+    signatures = [line for line in kernels.splitlines() if line.startswith("void ")]
+    assert shared and all(any(line.startswith(f"void {name}(") and "const int32_t* constants" in line
+                              for line in signatures) for name in shared)
 
 
 def test_constant_loads_weigh_against_the_code_saved() -> None:
