@@ -223,9 +223,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     An SVDF's time product and requantization, int8 or int16 state, of at most UNIT_ROWS_MAX_MACS MACs a call is
     one extern stage unit after unit (`svdf_unit_rows`: `tvm_ext.kernels.svdf.svdf_output_rows`), each unit's row
     one scalar loop into one accumulator, where the TE compute's eight-unit tile unrolled eight sums per kernel
-    (~370 B against ~150 B): rv32imc keyword_scrambled code 4,076 -> 3,376 B for 144,158 -> 155,311 instructions,
-    keyword_scrambled_8bit 4,090 -> 3,172 B for 144,509 -> 155,638 (~16 instructions a byte, below the one price
-    of code)."""
+    (~370 B against ~150 B): rv32imc keyword_scrambled code 3,708 -> 3,242 B (cortex-m4f 3,244) for 144,686 ->
+    155,888 instructions, keyword_scrambled_8bit 3,350 -> 2,886 B (cortex-m4f 3,128) for 145,237 -> 156,440 (~24
+    instructions a byte, below the one price of code)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
