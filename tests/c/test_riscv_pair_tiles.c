@@ -9,7 +9,8 @@
  * the odd last one, the even forms' pairs' lengths even only, the _odd forms' (lp_pair_tiles_odd_s8x8,
  * lp_pair_tiles_double_odd_s8x8, _b16 each) every odd one, the int8 weights'
  * forms (lp_pair_tiles_w8_s8x8, _b16: the weights as stored, WINDOW_MAX apart) every one, the table forms'
- * (lp_pair_tiles_lut_s8x8, lp_pair_tiles_lut_odd_s8x8, _b16 each: every other window's "double_small" pairs) with a
+ * (lp_pair_tiles_lut_s8x8, lp_pair_tiles_lut_odd_s8x8, lp_conv_tiles_lut_s8x8, _b16 each: every other window's
+ * "double_small" pixels and pairs) with a
  * table permuting the int8 values, their outputs mapped back by the inverse permutation before the check; row strides at and above the row length; pixels apart or
  * overlapping; inputs at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3
  * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier, INT32_MIN among them,
@@ -78,8 +79,8 @@ int main(void)
             }
             /* the pairs' even forms take rows of even length (the contract), the _odd forms any: every odd row */
             const int odd = pixels == 2 && !int8_weights && wc.row_len % 2 != 0;
-            /* the table forms: every other window's "double_small" pairs of paired weights */
-            const int lut = pixels == 2 && !int8_weights && !any_double && (i / 2) % 2 == 1;
+            /* the table forms: every other window's "double_small" pixels and pairs of paired weights */
+            const int lut = !int8_weights && !any_double && (i / 2) % 2 == 1;
             /* every buffer exactly what the call reads and writes, against no-access memory */
             const pair_guarded g = int8_weights
                 ? pair_guard(out, out_pixel_stride, pixels, channels, xo, &wc, NULL, 0, &w[0][0],
@@ -95,6 +96,12 @@ int main(void)
                     : lp_pair_tiles_w8_s8x8(g.out, g.x, (const int8_t *)g.w, g.bias, g.multiplier, g.shift,
                                             k.zero_point, wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                             out_pixel_stride, WINDOW_MAX, channels);
+            } else if (pixels == 1 && lut) {
+                returned = narrow
+                    ? lp_conv_tiles_lut_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
+                                                 wc.x_row_stride, wc.rows, wc.row_len, TILE_WORDS, tiles, table)
+                    : lp_conv_tiles_lut_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point,
+                                             wc.x_row_stride, wc.rows, wc.row_len, TILE_WORDS, tiles, table);
             } else if (pixels == 1) {
                 returned = narrow
                     ? lp_conv_tiles_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
@@ -152,7 +159,7 @@ int main(void)
                                          wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
             }
             pair_unguard(&g, out, NULL);
-            for (int32_t p = 0; lut && p < 2; ++p) { /* the table's entries back to the values looked up */
+            for (int32_t p = 0; lut && p < pixels; ++p) { /* the table's entries back to the values looked up */
                 for (int32_t c = 0; c < channels; ++c) {
                     out[p * out_pixel_stride + c] = inverse[out[p * out_pixel_stride + c] + 128];
                 }

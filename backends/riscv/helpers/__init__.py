@@ -144,10 +144,10 @@ def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False, odd
     return bias_form(name, bias)
 
 
-def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+def conv_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused one-pixel channel tiles helper for biases of type `bias` ("int32" or "int16") in
-    the bundle `prefix`."""
-    return bias_form(f"{prefix}_conv_tiles_s8x8", bias)
+    the bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_conv_tiles{'_lut' if table else ''}_s8x8", bias)
 
 
 def conv_tiles4_helper_name(prefix: str, bias: str) -> str:

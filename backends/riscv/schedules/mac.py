@@ -451,6 +451,16 @@ RISCV_CONV_TILES = ConvTileHelpers(
 """The RV32 cores' fused one-pixel tiles (`backends.cortex_m.schedules.conv_tiles`): a lone or border pixel's
 paired MAC (one run or a KxK window's rows), eight channels a tile, the "double_small" epilogue's calls."""
 
+CONV_TILES_LUT_OPS = by_bias("tvm_ext.riscv_conv_tiles_lut_s8x8")
+"""The fused one-pixel tiles with a lookup table after the requantization per bias type
+(`<prefix>_conv_tiles_lut_s8x8`, `_b16`: CONV_TILES_ACCESS's call, then the table)."""
+for _bias, _op in CONV_TILES_LUT_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(conv_tiles_helper_name, bias=_bias, table=True),
+                         HelperAccess((*CONV_TILES_ACCESS.pointers, PointerAccess(12, (Axis(LUT_ENTRIES, 1),)))))
+RISCV_CONV_TILES_LUT = replace(RISCV_CONV_TILES, requantize=REQUANTIZE_LUT_OPS_BY_BIAS, tiles=CONV_TILES_LUT_OPS)
+"""RISCV_CONV_TILES over the table epilogue's calls (`<prefix>_requantize_small_lut_s8`): a LEAKY_RELU
+convolution's lone and border pixels, whose tile loops each kernel had kept inlined beside its pairs' fused calls."""
+
 CONV_TILES4_OPS = by_bias("tvm_ext.riscv_conv_tiles_s8x4")
 """The fused one-pixel four-channel tiles helper per bias type (`<prefix>_conv_tiles_s8x4`, `_b16`: the DSP cores'
 fused tiles' call, `backends.cortex_m.schedules.conv_tiles.CONV_TILES_ACCESS`)."""
