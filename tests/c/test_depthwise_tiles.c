@@ -3,7 +3,8 @@
  * lp): lp_depthwise_tiles_s8 and lp_depthwise_tiles_s8_b16 (an interior pixel), lp_depthwise_border_s8 and
  * lp_depthwise_border_s8_b16 (a border pixel: a window of up to 3 x 3 taps of which a clipped box, at every place
  * and of every size, the empty one too, lies in the image and the other taps read the padding value, -128, 0,
- * 127, 1 or -3), and where the window is 3 x 3 the out-of-line lp_depthwise_border3x3_s8 and _b16 and (in every
+ * 127, 1 or -3), and where the window is 3 x 3 the out-of-line lp_depthwise_border3x3_s8 and _b16 and their
+ * twins running the interior's copy on the copied window, lp_depthwise_border3x3_shared_s8 and _b16, and (in every
  * case, as an interior pixel of the same window) lp_depthwise_tiles3x3_s8 and _b16, where the window is 5 x 5
  * lp_depthwise_tiles5x5_s8 and _b16 (likewise; the one window past 4 x 4), where the window is one row
  * (of 0 to 4 taps) the out-of-line lp_depthwise_tiles1xn_s8 and _b16 (likewise as an interior pixel), against the
@@ -92,8 +93,9 @@ int main(void)
                     }
                     int8_t out[CHANNELS_MAX + GUARD], out16[CHANNELS_MAX + GUARD];
                     int8_t out3[CHANNELS_MAX + GUARD], out3_16[CHANNELS_MAX + GUARD];
+                    int8_t shared[CHANNELS_MAX + GUARD], shared16[CHANNELS_MAX + GUARD];
                     for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
-                        out[c] = out16[c] = out3[c] = out3_16[c] = (int8_t)0x5a;
+                        out[c] = out16[c] = out3[c] = out3_16[c] = shared[c] = shared16[c] = (int8_t)0x5a;
                     }
                     static const int32_t values[] = {-128, 0, 127, 1, -3};
                     /* a border pixel where its window fits the helper's (every other case, at every place and
@@ -120,7 +122,21 @@ int main(void)
                     const int8_t *const g_shift = guarded_copy(6, shift, channels);
                     int32_t returned;
                     if (three) {
-                        returned = lp_depthwise_border3x3_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias,
+                        returned = lp_depthwise_border3x3_shared_s8(guarded_copy(0, shared, channels), g_x, g_w,
+                                                                     g_bias, g_multiplier, g_shift, zero_point,
+                                                                     l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                                     l.w_col_stride, rows, cols, inside.top,
+                                                                     inside.left, inside.rows, inside.cols,
+                                                                     inside.value, channels);
+                        guarded_back(0, shared, channels);
+                        returned |= lp_depthwise_border3x3_shared_s8_b16(guarded_copy(0, shared16, channels), g_x,
+                                                                         g_w, g_bias16, g_multiplier, g_shift,
+                                                                         zero_point, l.x_row_stride, l.x_col_stride,
+                                                                         l.w_row_stride, l.w_col_stride, rows, cols,
+                                                                         inside.top, inside.left, inside.rows,
+                                                                         inside.cols, inside.value, channels);
+                        guarded_back(0, shared16, channels);
+                        returned |= lp_depthwise_border3x3_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias,
                                                              g_multiplier, g_shift, zero_point, l.x_row_stride,
                                                              l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
                                                              cols, inside.top, inside.left, inside.rows,
@@ -188,7 +204,8 @@ int main(void)
                                                                          &whole)
                                                           : (int8_t)0x5a;
                         wrong |= out[c] != want || out16[c] != want
-                                 || (outlined && (out3[c] != want3 || out3_16[c] != want3));
+                                 || (outlined && (out3[c] != want3 || out3_16[c] != want3))
+                                 || (three && (shared[c] != want || shared16[c] != want));
                     }
                     cases += 1;
                     if (wrong && failures++ < 8) {

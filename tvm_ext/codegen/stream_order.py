@@ -306,7 +306,11 @@ def _bytes_accessed(one_pass: _Pass, skeleton: list[_Item]) -> dict[int, Interva
         if isinstance(node, tirx.For):
             analyzer.bind(node.loop_var, ir.Range.from_min_extent(node.min, node.extent))
         elif isinstance(node, (tirx.Bind, prim.Let)):
-            analyzer.bind(node.var, node.value)
+            # One variable may be bound by several lets of one body, each over its own scope, with values equal
+            # but not written alike: an expression read twice (a QDQ hard-swish reads its input's rounded value
+            # twice) keeps its lets' variables in both copies, and a pass may rewrite one copy only. In pre-order
+            # the latest binding is the one in scope.
+            analyzer.bind(node.var, node.value, allow_override=True)
         elif isinstance(node, _Access):
             _widen(bounds, node.param, node.indices, node.itemsize, analyzer)
         elif isinstance(node, _CallReach):

@@ -460,7 +460,7 @@ def _import_onnx(path: Path, model) -> ImportedModel:
 
     from tvm_ext.frontend.onnx_ops.clip import constant_clip
     from tvm_ext.frontend.onnx_ops.conv_transpose import output_shape_as_pads
-    from tvm_ext.frontend.onnx_ops.fold_shapes import fold_shape_arithmetic
+    from tvm_ext.model_check.onnx_fold_shapes import fold_shape_arithmetic
     from tvm_ext.frontend.onnx_ops.resize import resize_as_tvm_converts
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
     from tvm_ext.frontend.onnx_ops.io_quantization import onnx_io_quant

@@ -381,14 +381,18 @@ def _run_checker(model: str, proto) -> None:
 
 def _infer_shapes(proto):
     """`proto` with ONNX's inferred types and shapes of every tensor (`graph.value_info`), constant shape
-    inputs propagated (data_prop: Expand, Reshape, ConstantOfShape of constant shapes get static shapes).
+    inputs propagated (data_prop: Expand, Reshape, ConstantOfShape of constant shapes get static shapes), on
+    the model as the frontend imports it: its shape arithmetic folded (`fold_shape_arithmetic`; data_prop does
+    not see through a Transpose, and an exporter then declares the outputs' dims symbolic).
 
     Shapes are inferred from dims alone; no tensor is computed. Falls back to `proto` when inference fails.
     """
     import onnx.shape_inference
 
+    from tvm_ext.model_check.onnx_fold_shapes import fold_shape_arithmetic
+
     try:
-        return onnx.shape_inference.infer_shapes(proto, data_prop=True)
+        return onnx.shape_inference.infer_shapes(fold_shape_arithmetic(proto), data_prop=True)
     except Exception:  # noqa: BLE001 - inference already passed in the checker; keep what the model declares
         return proto
 

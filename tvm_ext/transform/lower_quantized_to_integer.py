@@ -342,9 +342,12 @@ class _OnnxMainRewriter(_MainRewriter):
         self.lowered[binding.var] = self.emitter.emit_match(binding.var, result, self.lowered)
 
     def _on_lowered(self, expr: relax.Expr) -> relax.Expr:
-        """``expr`` (a binding's value) reading the lowered tensors."""
+        """``expr`` (a binding's value) reading the lowered tensors; a kernel the frontend made itself (TVM's
+        ``call_tir`` of a Pad) calls its PrimFunc copied into the new module."""
         if isinstance(expr, relax.Var):
             return self.lowered[expr]
+        if isinstance(expr, tvm.ir.GlobalVar):
+            return self.bb.add_func(self.mod[expr], expr.name_hint)
         if isinstance(expr, relax.Call):
             return relax.Call(expr.op, [self._on_lowered(arg) for arg in expr.args], expr.attrs, expr.ty_args)
         if isinstance(expr, relax.Tuple):

@@ -113,6 +113,7 @@ from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
                                                       padded_float_calls)
+from backends.cortex_m.schedules.helium_shared_borders import border_uses, shared_borders
 from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
@@ -303,16 +304,22 @@ class HeliumMacSchedules(DualMacSchedules):
 def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
     """The `KernelSchedules.bundle_choice` of Helium cores: from the bundle's kernels (scheduled with the depthwise
     tiles' and the channel tiles' fused helpers inlined) and their calls, which kernels call which forms' out-of-line
-    copies of the depthwise tiles (`depthwise_tiles.form_uses`, `shared_tiles`) and which the channel tiles' copy
+    copies of the depthwise tiles (`depthwise_tiles.form_uses`, `shared_tiles`), whose 3x3 border pixels call the
+    border copy running the interior's (`helium_shared_borders.shared_borders`) and which the channel tiles' copy
     (`shared_conv_tiles`), each with the Helium schedules carrying its choices; None where every kernel keeps the
     helpers inlined."""
-    forms = shared_tiles(form_uses(kernels, calls, HELIUM_TILES)).forms_of()
+    tiles = shared_tiles(form_uses(kernels, calls, HELIUM_TILES))
+    forms = tiles.forms_of()
+    found_borders = border_uses(kernels, calls)
+    borders_chosen = shared_borders(found_borders, tiles)
+    borders = {use.kernel: frozenset({key[0]}) for key in borders_chosen for use in found_borders[key]}
     conv_shared = shared_conv_tiles(*conv_tiles_uses(kernels, calls))
-    if not forms and not conv_shared:
+    if not forms and not borders and not conv_shared:
         return None
-    choices = {kernel: (forms.get(kernel, frozenset()), kernel in conv_shared) for kernel in set(forms) | conv_shared}
-    schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0]),
-                                            HELIUM_SHARED_CONV_TILES if choice[1] else HELIUM_CONV_TILES)
+    choices = {kernel: (forms.get(kernel, frozenset()), borders.get(kernel, frozenset()), kernel in conv_shared)
+               for kernel in set(forms) | set(borders) | conv_shared}
+    schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0], shared_borders=choice[1]),
+                                            HELIUM_SHARED_CONV_TILES if choice[2] else HELIUM_CONV_TILES)
                  for choice in set(choices.values())}
     return BundleChoice({kernel: schedules[choice] for kernel, choice in choices.items()})
 

@@ -104,10 +104,17 @@ DEPTHWISE_TILES_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(Arg(11), Arg(9)), Axis(Arg(12), Arg(10)), Axis(Arg(13), 1))),
     *(PointerAccess(pointer, (Axis(Arg(13), 1),)) for pointer in (3, 4, 5)),
 ))
-BORDER_OPS = {(bias, form): bias_form(f"tvm_ext.depthwise_border{form if form == '3x3' else ''}_s8", bias)
-              for bias in BIAS_TYPES for form in ("any", "3x3")}
-"""A border pixel's fused helper per bias type and form ("3x3": a 3x3 window's, one out-of-line copy per bundle;
-"any": any other window, inlined): the tiles' arguments, then where the image lies in the window."""
+SHARED_BORDER = " shared"
+"""The suffix of a border form whose out-of-line copy runs the interior's copy of the same window on the copied
+window (``helium_depthwise16.h.in``'s ``_depthwise_border3x3_shared_s8``: ``TileHelpers.shared_borders``)."""
+BORDER_OPS = {(bias, form): bias_form("tvm_ext.depthwise_border" + {"any": "", "3x3": "3x3",
+                                                                     "3x3" + SHARED_BORDER: "3x3_shared"}[form] + "_s8",
+                                      bias)
+              for bias in BIAS_TYPES for form in ("any", "3x3", "3x3" + SHARED_BORDER)}
+"""A border pixel's fused helper per bias type and form ("3x3": a 3x3 window's, one out-of-line copy per bundle
+holding its own tile; "3x3 shared": the same running the interior's copy, ``_depthwise_tiles3x3_s8``, on its copied
+window, where the bundle's choice gives it the kernels, ``TileHelpers.shared_borders``; "any": any other window,
+inlined): the tiles' arguments, then where the image lies in the window."""
 # (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
 # cols, top, left, inside_rows, inside_cols, value, channels): as the tiles' call, w the whole window's weights, x
 # its first tap inside the image (top, left), of inside_rows x inside_cols taps there. x's record is the whole
@@ -209,6 +216,10 @@ class TileHelpers:
     """The window forms (``window_form``) whose interior every kernel calls the out-of-line copy of, the others
     inlining the fused helper: the bundle's choice (``SharedTiles``, ``shared_tiles``), made from what all its
     kernels use; None: ``inline_tiles`` decides per kernel."""
+    shared_borders: frozenset[str] = frozenset()
+    """The square window forms ("3x3") whose border pixels call the border copy that runs the interior's copy
+    (``border``'s form + SHARED_BORDER) instead of the one holding its own tile: the bundle's choice
+    (``helium_shared_borders.shared_borders``)."""
 
     def calls_copy(self, form: str, iterations: int) -> bool:
         """Whether a kernel of ``iterations`` tile iterations calls the out-of-line copy of the fused helper for
@@ -690,6 +701,8 @@ class _Tiles(LoopOffsets):
         args = [x, w, *self.epilogue_args(), *(tirx.const(size, "int32") for size in whole), *geometry,
                 tirx.const(value, "int32")]
         form = f"{whole[4]}x{whole[5]}"
+        if form in self.helpers.shared_borders:
+            form += SHARED_BORDER
         op = self.helpers.border.get((self.bias_type, form), self.helpers.border[(self.bias_type, "any")])
         return self.block(op, args, [x_loads[0], pointee(w)])
 

@@ -27,8 +27,8 @@ from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 SAME, VALID = 0, 1  # tflite.Padding
 IMAGE = (7, 6)
 CHANNELS = (32, 24, 8, 12)
-"""Input channel counts: 16-channel tiles, 8-channel tiles (the helper's tail), one tile of every channel, the
-four-channel helper."""
+"""Input channel counts: 16-channel tiles, 8-channel tiles (the helper's tail), one tile of every channel (8; 12,
+whole tiles of four but of no tile of Helium's: `_predicated_tile`)."""
 # (kernel size, stride, dilation, padding, depth multiplier)
 CASES = [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1), (5, 1, 1, SAME, 1), (3, 1, 2, VALID, 1), (3, 1, 2, SAME, 1),
          (2, 1, 1, SAME, 1),
@@ -80,18 +80,18 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     # windows inline it)
     fused = {int(n) for n in re.findall(r"_depthwise_tiles_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
     outlined = {int(n) for n in re.findall(r"_depthwise_tiles3x3_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
-    border = {(form, int(n)) for form, n in re.findall(r"_depthwise_border(3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);",
-                                                         kernels)}
-    assert fused == {32, 24, 8} and outlined == {32, 24, 8}, (fused, outlined)
+    border = {(form, int(n)) for form, n in re.findall(
+        r"_depthwise_border(3x3)?(?:_shared)?_s8(?:_b16)?\(.*, -3, (\d+)\);", kernels)}
+    assert fused == {32, 24, 8, 12} and outlined == {32, 24, 8, 12}, (fused, outlined)
     # bounded code: a kernel holds one interior call and one border call, however many border cases it has
     for kernel in re.split(r"\n(?=void )", kernels):
-        calls = re.findall(r"_depthwise_(tiles|tiles3x3|border|border3x3)_s8(?:_b16)?\(", kernel)
+        calls = re.findall(r"_depthwise_(tiles|tiles3x3|border|border3x3|border3x3_shared)_s8(?:_b16)?\(", kernel)
         interior = calls.count("tiles") + calls.count("tiles3x3")
         assert interior <= 1 and len(calls) - interior <= 1, kernel
-    assert border == {(form, n) for form in ("3x3", "") for n in (32, 24, 8)}, border
-    # no tile of 16 or 8 left unfused (12 channels' tiles of four still add their padding with the vector call)
-    assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8)\);", kernels), kernels
-    assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
+    assert border == {(form, n) for form in ("3x3", "") for n in (32, 24, 8, 12)}, border
+    # no tile of 16, 8 or 12 left unfused, none of four
+    assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8|12)\);", kernels), kernels
+    assert "_depthwise_mac_s8x4(" not in kernels
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
 
 
@@ -104,7 +104,8 @@ def test_helium_depthwise_of_channels_no_tile_divides_takes_predicated_tiles_bit
     model = _depthwise_model(10, (38, 10), [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1)])
     _, kernels = bit_exact_bundle(tmp_path, "predicated", model, "cortex-m55", "mps3-an547")
     fused = {int(n) for n in re.findall(r"_depthwise_tiles(?:3x3)?_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
-    border = {int(n) for n in re.findall(r"_depthwise_border(?:3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);", kernels)}
+    border = {int(n) for n in re.findall(r"_depthwise_border(?:3x3)?(?:_shared)?_s8(?:_b16)?\(.*, -3, (\d+)\);",
+                                         kernels)}
     assert fused == {38, 10} and border == {38, 10}, (fused, border)
     assert not re.search(r"acc\w*\[0\] = \(acc\w*\[0\] \+ ", kernels), kernels  # no scalar MAC left
 
@@ -119,7 +120,7 @@ def test_helium_depthwise_border_cases_stay_bit_exact(tmp_path, case):
     the host."""
     model = _border_model(16, seed=16) if case == "regions" else _border_model(8, 29, (4, 4), OVERHANGING)
     bundle, kernels = bit_exact_bundle(tmp_path, case, model, "cortex-m55", "mps3-an547")
-    assert ("_depthwise_border3x3_s8" in kernels) == (case == "regions"), kernels
+    assert bool(re.search(r"_depthwise_border3x3(?:_shared)?_s8", kernels)) == (case == "regions"), kernels
     host_selftest_passes(bundle.out_dir)
 
 

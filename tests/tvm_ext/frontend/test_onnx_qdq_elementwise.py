@@ -93,3 +93,41 @@ def test_broadcast_qdq_add_equals_onnxruntime(tmp_path, a_shape, b_shape):
     _qdq_binary(path, "Add", (a_shape, np.uint8, 0.0213, 131), (b_shape, np.uint8, 0.0171, 120), (np.uint8, 0.0388, 125))
     bundle = compile(path, "lowpower", tmp_path / "out")
     assert mismatches(bundle, path, 200) == []
+
+
+def _qdq_mul_add_hard_swish(path) -> None:
+    """x, w (int8) -> QDQ Mul -> QDQ Add of x -> QDQ HardSwish -> y: the residual tail of a squeeze-excite block
+    (PyTorch's ``hardswish(x + y * gate)``) as onnxruntime's quantize_static writes it; one kernel, whose
+    hard-swish reads the Add's rounded value twice."""
+    constants = []
+
+    def quantization(name: str, scale: float, zero_point: int) -> list[str]:
+        constants.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"),
+                          numpy_helper.from_array(np.array(zero_point, np.int8), f"{name}_zero_point")])
+        return [f"{name}_scale", f"{name}_zero_point"]
+
+    node = helper.make_node
+    nodes = [node("DequantizeLinear", ["x", *quantization("x", 0.05, 3)], ["x_float"]),
+             node("DequantizeLinear", ["w", *quantization("w", 0.04, -2)], ["w_float"]),
+             node("Mul", ["x_float", "w_float"], ["product"]),
+             node("QuantizeLinear", ["product", *quantization("p", 0.03, -5)], ["p"]),
+             node("DequantizeLinear", ["p", "p_scale", "p_zero_point"], ["p_float"]),
+             node("Add", ["x_float", "p_float"], ["sum"]),
+             node("QuantizeLinear", ["sum", *quantization("s", 0.06, 1)], ["s"]),
+             node("DequantizeLinear", ["s", "s_scale", "s_zero_point"], ["s_float"]),
+             node("HardSwish", ["s_float"], ["swish"]),
+             node("QuantizeLinear", ["swish", *quantization("y", 0.04, -100)], ["y"])]
+    shape = [1, 4, 4, 4]
+    graph = helper.make_graph(nodes, "qdq_mul_add_hard_swish",
+                              [helper.make_tensor_value_info(n, TensorProto.INT8, shape) for n in ("x", "w")],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, shape)], constants)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+def test_qdq_mul_add_hard_swish_compiles_and_equals_onnxruntime(tmp_path):
+    # Before, the compile failed (an internal error): the hard-swish's two copies of the rounded sum kept the same
+    # let variables, a pass rewrote one copy only, and the stream order's analysis refused the second binding.
+    path = tmp_path / "mul_add_hard_swish.onnx"
+    _qdq_mul_add_hard_swish(path)
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    assert mismatches(bundle, path, 8) == []

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxruntime_match import mismatches
 from tvm_ext.compile import compile
-from tvm_ext.frontend.onnx_ops.fold_shapes import fold_shape_arithmetic
+from tvm_ext.model_check.onnx_fold_shapes import fold_shape_arithmetic
 
 CHANNELS = 8
 
@@ -74,3 +74,50 @@ def test_a_pytorch_channel_split_compiles_and_equals_onnxruntime(tmp_path):
     assert bundle.selftest.passed
     # Float outputs: the bundle's sums may round differently from onnxruntime's, by a few float32 ulps.
     assert mismatches(bundle, path, 5, float_tolerance=1e-5) == []
+
+
+def _quantized_pad(size: int = 5) -> onnx.ModelProto:
+    """x (int8, 1x2xSxS) -> DequantizeLinear -> Pad -> QuantizeLinear -> y, the pads as PyTorch's TorchScript exporter
+    writes ``F.pad(x, (0, 1, 0, 1))`` (opset 17; onnxruntime's quantize_static keeps the chain): ConstantOfShape,
+    Concat, Reshape, Slice (reversed), Transpose, Reshape, Cast, no Shape. The exporter leaves the output's batch
+    dimension symbolic, as here."""
+    int64 = lambda name, values: numpy_helper.from_array(np.array(values, np.int64), name)  # noqa: E731
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "scale", "zero_point"], ["x_float"], name="dequantize"),
+        helper.make_node("Constant", [], ["pad_values"], name="pad_values_node", value=int64("v", [0, 1, 0, 1])),
+        helper.make_node("Constant", [], ["zeros_shape"], name="zeros_shape_node", value=int64("s", [4])),
+        helper.make_node("ConstantOfShape", ["zeros_shape"], ["zeros"], name="zeros", value=int64("z", [0])),
+        helper.make_node("Concat", ["pad_values", "zeros"], ["both"], name="concat", axis=0),
+        _constant("pairs", [-1, 2]),
+        helper.make_node("Reshape", ["both", "pairs"], ["paired"], name="reshape_pairs"),
+        _constant("start", [-1]), _constant("end", [-(2 ** 63)]), _constant("axis", [0]), _constant("step", [-1]),
+        helper.make_node("Slice", ["paired", "start", "end", "axis", "step"], ["reversed"], name="reverse"),
+        helper.make_node("Transpose", ["reversed"], ["by_side"], name="transpose", perm=[1, 0]),
+        _constant("flat", [-1]),
+        helper.make_node("Reshape", ["by_side", "flat"], ["pads_int"], name="reshape_flat"),
+        helper.make_node("Cast", ["pads_int"], ["pads"], name="cast", to=TensorProto.INT64),
+        helper.make_node("Pad", ["x_float", "pads"], ["padded"], name="pad"),
+        helper.make_node("QuantizeLinear", ["padded", "scale", "zero_point"], ["y"], name="quantize"),
+    ]
+    graph = helper.make_graph(
+        nodes, "quantized_pad", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 2, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, ["batch", 2, size + 1, size + 1])],
+        [numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
+         numpy_helper.from_array(np.array(-3, np.int8), "zero_point")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_pytorch_pads_become_constants_and_a_quantized_pad_equals_onnxruntime(tmp_path):
+    # Before, the compile refused the model ("output 'y' dimension 0 is dynamic": the pads' chain has no Shape,
+    # so nothing was folded, and shape inference does not see through the Transpose); with the pads folded, the
+    # quantized model's Pad (TVM's own kernel, between a dequantize and a quantize) lost its PrimFunc in
+    # LowerQuantizedToInteger: an internal error (exit 3).
+    folded = fold_shape_arithmetic(_quantized_pad())
+    assert [n.op_type for n in folded.graph.node if n.op_type != "Constant"] == [
+        "DequantizeLinear", "Pad", "QuantizeLinear"]
+    assert {init.name: numpy_helper.to_array(init).tolist() for init in folded.graph.initializer}["pads"] == [
+        0, 0, 0, 0, 0, 0, 1, 1]
+    path = tmp_path / "quantized_pad.onnx"
+    onnx.save(_quantized_pad(), str(path))
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    assert mismatches(bundle, path, 5) == []

@@ -1,7 +1,9 @@
 """Shape arithmetic of an ONNX graph computed at compile time, before import.
 
 Exporters write sizes a model computes from its tensors' shapes: PyTorch's ``torch.chunk`` becomes Shape ->
-Gather -> Add -> Div -> Mul -> Slice, a ``view`` a Reshape whose shape is a Concat of Gathers of a Shape. Every
+Gather -> Add -> Div -> Mul -> Slice, a ``view`` a Reshape whose shape is a Concat of Gathers of a Shape, the pads
+of ``F.pad`` a chain of constants (ConstantOfShape, Concat, Reshape, Slice, Transpose, Reshape, Cast) that reads
+no shape at all, which TVM's importer leaves a Pad with dynamic pads (refused). Every
 shape in a model we compile is static (the model check makes sure of it), so these values are constants; but
 TVM's importer folds only some of them, and a Slice whose ends it did not fold gets a tensor without a static
 shape, which the passes after it cannot handle. This rewrite evaluates every such node once, in graph order:
@@ -15,6 +17,8 @@ reads stay out.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -23,8 +27,10 @@ from onnx.reference import ReferenceEvaluator
 # Operators of shape and index arithmetic: integer or small float computations ONNX defines exactly.
 FOLDED = frozenset({"Add", "Cast", "Ceil", "Concat", "ConstantOfShape", "Div", "Equal", "Expand", "Floor",
                     "Gather", "Identity", "Max", "Min", "Mod", "Mul", "Neg", "Range", "ReduceProd", "Reshape",
-                    "Slice", "Squeeze", "Sub", "Unsqueeze", "Where"})
+                    "Slice", "Squeeze", "Sub", "Transpose", "Unsqueeze", "Where"})
 LARGEST_FOLDED = 1024  # elements of a folded value
+# Of FOLDED, the operators whose result has their inputs' broadcast shape.
+BROADCAST = frozenset({"Add", "Div", "Equal", "Max", "Min", "Mod", "Mul", "Sub", "Where"})
 
 
 def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
@@ -61,12 +67,39 @@ def _evaluate(node: onnx.NodeProto, values: list[np.ndarray | None], opset: list
     return ReferenceEvaluator(helper.make_model(graph, opset_imports=opset)).run(None, {})
 
 
+def _too_large(node: onnx.NodeProto, values: list[np.ndarray | None]) -> bool:
+    """Whether folding ``node`` on the constant ``values`` (None for an omitted input) might read or compute more
+    than LARGEST_FOLDED elements, judged before computing anything: an input that large (weights), or the result's
+    size from the inputs' shapes, or from their values where they give it (ConstantOfShape, Expand, Range: a model
+    may ask for 2**32 elements). Other results are their inputs' broadcast, a Gather's at most the indices times
+    the data, any other one at most the inputs' elements together."""
+    present = [np.asarray(v) for v in values if v is not None]
+    if any(v.size > LARGEST_FOLDED for v in present):
+        return True
+    try:
+        if node.op_type == "ConstantOfShape":
+            size = math.prod(int(d) for d in present[0].reshape(-1)) if present else 1
+        elif node.op_type == "Expand":
+            target = tuple(int(d) for d in present[1].reshape(-1))
+            size = math.prod(np.broadcast_shapes(present[0].shape, target))
+        elif node.op_type == "Range":
+            start, limit, delta = (float(v) for v in present)
+            size = max(math.ceil((limit - start) / delta), 0)
+        elif node.op_type == "Gather":
+            size = present[0].size * max(present[1].size, 1)
+        elif node.op_type in BROADCAST:
+            size = math.prod(np.broadcast_shapes(*(v.shape for v in present)))
+        else:
+            size = sum(v.size for v in present)
+    except (ValueError, IndexError, OverflowError, ZeroDivisionError):  # a node ONNX would reject: not folded
+        return True
+    return size > LARGEST_FOLDED
+
+
 def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with its shape arithmetic computed (a copy; ``model`` itself when nothing folds)."""
     graph = model.graph
     known: dict[str, np.ndarray] = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
-    if not any(node.op_type in ("Shape", "Size") for node in graph.node):
-        return model  # nothing depends on a tensor's shape: the constants TVM's importer folds itself
     shapes = static_shapes(model)
     outputs = {o.name for o in graph.output}
     folded: list[onnx.NodeProto] = []
@@ -80,7 +113,10 @@ def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
         if node.op_type in ("Shape", "Size") and node.input[0] in shapes:
             results = [_shape_of(node, shapes[node.input[0]])]
         elif node.op_type in FOLDED and all(not name or name in known for name in node.input):
-            results = _evaluate(node, [known.get(name) for name in node.input], list(model.opset_import))
+            values = [known.get(name) for name in node.input]
+            if _too_large(node, values):
+                continue
+            results = _evaluate(node, values, list(model.opset_import))
         else:
             continue
         if any(np.asarray(r).size > LARGEST_FOLDED for r in results):
