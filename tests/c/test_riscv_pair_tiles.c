@@ -8,7 +8,10 @@
  * words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of two inputs and
  * the odd last one, the even forms' pairs' lengths even only, the _odd forms' (lp_pair_tiles_odd_s8x8,
  * lp_pair_tiles_double_odd_s8x8, _b16 each) every odd one, the int8 weights'
- * forms (lp_pair_tiles_w8_s8x8, _b16: the weights as stored, WINDOW_MAX apart) every one; row strides at and above the row length; pixels apart or
+ * forms (lp_pair_tiles_w8_s8x8, _b16: the weights as stored, WINDOW_MAX apart) every one, the table forms'
+ * (lp_pair_tiles_lut_s8x8, lp_pair_tiles_lut_odd_s8x8, lp_conv_tiles_lut_s8x8, _b16 each: every other window's
+ * "double_small" pixels and pairs) with a
+ * table permuting the int8 values, their outputs mapped back by the inverse permutation before the check; row strides at and above the row length; pixels apart or
  * overlapping; inputs at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3
  * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier, INT32_MIN among them,
  * and at odd channels int32 biases over all of int32, the sums wrapping), drawn multipliers and zero points (the
@@ -27,6 +30,8 @@
 _Static_assert(MAX_CHANNELS <= PAIR_CHANNELS_MAX, "draw_pair_constants draws at most PAIR_CHANNELS_MAX channels");
 #define WINDOW_MAX (WINDOW_ROWS_MAX * WINDOW_ROW_LEN_MAX)
 #define TILE_WORDS (4 * WINDOW_MAX + 3) /* w_tile_stride: past a tile's words */
+#define LUT_STEP 37 /* odd: i -> i * LUT_STEP + LUT_SHIFT (mod 256) permutes the table's 256 entries */
+#define LUT_SHIFT 11
 
 static int8_t w[MAX_CHANNELS][WINDOW_MAX];
 static int32_t words[MAX_TILES * TILE_WORDS];
@@ -37,6 +42,12 @@ int main(void)
     pair_constants k;
     uint32_t state = 11;
     int32_t cases = 0, failures = 0;
+    int8_t table[256], inverse[256]; /* entry v + 128 for the value v */
+    for (int32_t i = 0; i < 256; ++i) {
+        const int32_t mapped = (i * LUT_STEP + LUT_SHIFT) % 256;
+        table[i] = (int8_t)(mapped - 128);
+        inverse[mapped] = (int8_t)(i - 128);
+    }
     for (int32_t i = 0; i < WINDOW_CASES; ++i) {
         const window_case wc = window_case_of(i);
         const int32_t window = wc.rows * wc.row_len;
@@ -68,6 +79,8 @@ int main(void)
             }
             /* the pairs' even forms take rows of even length (the contract), the _odd forms any: every odd row */
             const int odd = pixels == 2 && !int8_weights && wc.row_len % 2 != 0;
+            /* the table forms: every other window's "double_small" pixels and pairs of paired weights */
+            const int lut = !int8_weights && !any_double && (i / 2) % 2 == 1;
             /* every buffer exactly what the call reads and writes, against no-access memory */
             const pair_guarded g = int8_weights
                 ? pair_guard(out, out_pixel_stride, pixels, channels, xo, &wc, NULL, 0, &w[0][0],
@@ -83,12 +96,35 @@ int main(void)
                     : lp_pair_tiles_w8_s8x8(g.out, g.x, (const int8_t *)g.w, g.bias, g.multiplier, g.shift,
                                             k.zero_point, wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                             out_pixel_stride, WINDOW_MAX, channels);
+            } else if (pixels == 1 && lut) {
+                returned = narrow
+                    ? lp_conv_tiles_lut_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
+                                                 wc.x_row_stride, wc.rows, wc.row_len, TILE_WORDS, tiles, table)
+                    : lp_conv_tiles_lut_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point,
+                                             wc.x_row_stride, wc.rows, wc.row_len, TILE_WORDS, tiles, table);
             } else if (pixels == 1) {
                 returned = narrow
                     ? lp_conv_tiles_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
                                              wc.x_row_stride, wc.rows, wc.row_len, TILE_WORDS, tiles)
                     : lp_conv_tiles_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, TILE_WORDS, tiles);
+            } else if (lut) {
+                returned = odd
+                    ? (narrow ? lp_pair_tiles_lut_odd_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift,
+                                                               k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                               wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles,
+                                                               table)
+                              : lp_pair_tiles_lut_odd_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift,
+                                                           k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                           wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles,
+                                                           table))
+                    : (narrow ? lp_pair_tiles_lut_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift,
+                                                           k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                           wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles,
+                                                           table)
+                              : lp_pair_tiles_lut_s8x8(g.out, g.x, g.w, g.bias, g.multiplier, g.shift, k.zero_point,
+                                                       wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                       out_pixel_stride, TILE_WORDS, tiles, table));
             } else if (odd) {
                 returned = any_double
                     ? (narrow ? lp_pair_tiles_double_odd_s8x8_b16(g.out, g.x, g.w, g.bias16, g.multiplier, g.shift,
@@ -123,6 +159,11 @@ int main(void)
                                          wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
             }
             pair_unguard(&g, out, NULL);
+            for (int32_t p = 0; lut && p < pixels; ++p) { /* the table's entries back to the values looked up */
+                for (int32_t c = 0; c < channels; ++c) {
+                    out[p * out_pixel_stride + c] = inverse[out[p * out_pixel_stride + c] + 128];
+                }
+            }
             const pair_epilogue epilogue = {&k, narrow,
                                              any_double ? lp_requantize_double : lp_requantize_double_small};
             const int wrong = returned != 0
@@ -132,8 +173,8 @@ int main(void)
                 failures += 1;
                 if (failures <= 5) {
                     printf("wrong case %ld: rows %ld, row_len %ld, tiles %ld, pixels %ld, narrow %d, double %d, "
-                           "odd %d, int8 weights %d\n", (long)i, (long)wc.rows, (long)wc.row_len, (long)tiles,
-                           (long)pixels, narrow, any_double, odd, int8_weights);
+                           "odd %d, int8 weights %d, table %d\n", (long)i, (long)wc.rows, (long)wc.row_len, (long)tiles,
+                           (long)pixels, narrow, any_double, odd, int8_weights, lut);
                 }
             }
         }

@@ -74,7 +74,7 @@ from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOG
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.helper_calls import register_helper_call
 from backends.code_price import INSTRUCTIONS_PER_BYTE
-from tvm_ext.tir.tir_walk import children, map_leaves, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import children, map_leaves, vars_read, with_root_loops_replaced
 
 TILE = 4
 """Output channels per tile: the dual MAC's."""
@@ -514,9 +514,14 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
             requantization.args[5], *helpers.window_args(window, int(loop.extent))]
     if iteration.channels is not None:
         args[-1] = channels  # the window arguments' last: the channels
+    # an epilogue's lookup table (its arguments after the count: a LEAKY_RELU layer's) the same in every tile, last
+    table_args = list(requantization.args[7:])
+    tables = [pointee(arg) for arg in table_args]
+    if None in tables or any(var.same_as(tile) for arg in table_args for var in vars_read(arg)):
+        return None
     bias_type = next(bias for bias, op in helpers.requantize.items() if op == requantization.op.name)
-    call = tirx.call_intrin("int32", tiles[bias_type], *args)
-    reads = [_whole(load.source) for load in (x, w, *epilogue)]
+    call = tirx.call_intrin("int32", tiles[bias_type], *args, *table_args)
+    reads = [_whole(load.source) for load in (x, w, *epilogue, *tables)]
     block = s_tir.SBlock([], reads, [_region(pointee(start), channels)], "conv_tiles", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
 

@@ -134,20 +134,20 @@ def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:
 
 
 def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False, odd: bool = False,
-                           int8_weights: bool = False) -> str:
+                           int8_weights: bool = False, table: bool = False) -> str:
     """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
     the bundle `prefix`; with `any_double`, its form of TFLite's double rounding for any sum and shift; with `odd`,
     its form of windows whose rows may be of odd length; with `int8_weights`, its form of int8 weights as stored
-    (not paired)."""
-    name = f"{prefix}_pair_tiles{'_double' if any_double else ''}{'_odd' if odd else ''}" \
+    (not paired); with `table`, its form with a lookup table after the requantization."""
+    name = f"{prefix}_pair_tiles{'_double' if any_double else ''}{'_lut' if table else ''}{'_odd' if odd else ''}" \
            f"{'_w8' if int8_weights else ''}_s8x8"
     return bias_form(name, bias)
 
 
-def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+def conv_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused one-pixel channel tiles helper for biases of type `bias` ("int32" or "int16") in
-    the bundle `prefix`."""
-    return bias_form(f"{prefix}_conv_tiles_s8x8", bias)
+    the bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_conv_tiles{'_lut' if table else ''}_s8x8", bias)
 
 
 def conv_tiles4_helper_name(prefix: str, bias: str) -> str:

@@ -303,6 +303,19 @@ for _bias, _op in PAIR_TILES_DOUBLE_ODD_OPS.items():
                          functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True, odd=True),
                          PAIR_TILES_ACCESS)
 
+PAIR_TILES_LUT_OPS = by_bias("tvm_ext.riscv_pair_tiles_lut_s8x8")
+"""The fused pixel pairs' form with a lookup table after the "double_small" requantization per bias type
+(`<prefix>_pair_tiles_lut_s8x8`, `_b16`: PAIR_TILES_ACCESS's call, then the table of LUT_ENTRIES int8 entries; the
+epilogue's of a layer fused with an activation, REQUANTIZE_LUT_OPS_BY_BIAS: a LEAKY_RELU convolution's)."""
+PAIR_TILES_LUT_ODD_OPS = by_bias("tvm_ext.riscv_pair_tiles_lut_odd_s8x8")
+"""The same for windows of rows of any length (`<prefix>_pair_tiles_lut_odd_s8x8`, `_b16`)."""
+PAIR_TILES_LUT_ACCESS = HelperAccess((*PAIR_TILES_ACCESS.pointers, PointerAccess(14, (Axis(LUT_ENTRIES, 1),))))
+for _ops, _odd in ((PAIR_TILES_LUT_OPS, False), (PAIR_TILES_LUT_ODD_OPS, True)):
+    for _bias, _op in _ops.items():
+        register_helper_call(_op, RISCV_HELPERS,
+                             functools.partial(pair_tiles_helper_name, bias=_bias, odd=_odd, table=True),
+                             PAIR_TILES_LUT_ACCESS)
+
 
 def _paired_window(call, odd: bool = False) -> Optional[PairWindow]:
     """The window of a two-pixel paired MAC call (`<prefix>_mac_s8x2x8_pairs`: acc_a, acc_b, x, w, row_len,
@@ -323,7 +336,8 @@ def _paired_window(call, odd: bool = False) -> Optional[PairWindow]:
 RISCV_PAIR_TILES = PairTileHelpers(
     (MAC_PAIRS_2PX_ROWS_OP, MAC_PAIRS_2PX_OP), _paired_window, MAC_CHANNELS, None,
     {**{REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_OPS.items()},
-     **{REQUANTIZE_DOUBLE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_DOUBLE_OPS.items()}}, None,
+     **{REQUANTIZE_DOUBLE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_DOUBLE_OPS.items()},
+     **{REQUANTIZE_LUT_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_LUT_OPS.items()}}, None,
     lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
                                              out_pixel_stride, window.w_tile_step, tiles])
 """The RV32 cores' fused pixel pairs (`backends.cortex_m.schedules.pair_tiles`): the two-pixel paired MAC of a KxK
@@ -396,7 +410,8 @@ def int8_pairs_pay(func: tirx.PrimFunc) -> bool:
 RISCV_PAIR_TILES_ODD = PairTileHelpers(
     RISCV_PAIR_TILES.mac_ops, functools.partial(_paired_window, odd=True), MAC_CHANNELS, None,
     {**{REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_ODD_OPS.items()},
-     **{REQUANTIZE_DOUBLE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_DOUBLE_ODD_OPS.items()}}, None,
+     **{REQUANTIZE_DOUBLE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_DOUBLE_ODD_OPS.items()},
+     **{REQUANTIZE_LUT_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_LUT_ODD_OPS.items()}}, None,
     RISCV_PAIR_TILES.window_args)
 """RISCV_PAIR_TILES for windows of odd rows (1x1 convolutions over odd input channels), through the one more
 out-of-line copy of the `_odd` forms, where each such kernel held its own inlined copy of the two-pixel paired MAC's
@@ -435,6 +450,16 @@ RISCV_CONV_TILES = ConvTileHelpers(
     lambda window, tiles: [window.x_row_stride, window.rows, window.row_len, window.w_tile_step, tiles])
 """The RV32 cores' fused one-pixel tiles (`backends.cortex_m.schedules.conv_tiles`): a lone or border pixel's
 paired MAC (one run or a KxK window's rows), eight channels a tile, the "double_small" epilogue's calls."""
+
+CONV_TILES_LUT_OPS = by_bias("tvm_ext.riscv_conv_tiles_lut_s8x8")
+"""The fused one-pixel tiles with a lookup table after the requantization per bias type
+(`<prefix>_conv_tiles_lut_s8x8`, `_b16`: CONV_TILES_ACCESS's call, then the table)."""
+for _bias, _op in CONV_TILES_LUT_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(conv_tiles_helper_name, bias=_bias, table=True),
+                         HelperAccess((*CONV_TILES_ACCESS.pointers, PointerAccess(12, (Axis(LUT_ENTRIES, 1),)))))
+RISCV_CONV_TILES_LUT = replace(RISCV_CONV_TILES, requantize=REQUANTIZE_LUT_OPS_BY_BIAS, tiles=CONV_TILES_LUT_OPS)
+"""RISCV_CONV_TILES over the table epilogue's calls (`<prefix>_requantize_small_lut_s8`): a LEAKY_RELU
+convolution's lone and border pixels, whose tile loops each kernel had kept inlined beside its pairs' fused calls."""
 
 CONV_TILES4_OPS = by_bias("tvm_ext.riscv_conv_tiles_s8x4")
 """The fused one-pixel four-channel tiles helper per bias type (`<prefix>_conv_tiles_s8x4`, `_b16`: the DSP cores'
