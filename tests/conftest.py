@@ -170,6 +170,23 @@ def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     return folder
 
 
+def written_once(folder: Path, name: str, write: Callable[[Path], None]) -> Path:
+    """`folder / name` (a file or a folder), written by `write(path)` once per test session: under pytest-xdist the
+    first worker to ask writes it while holding its lock file (`folder` a `session_folder`), the others wait for the
+    lock and read it. A write that raised leaves no `name`, so the next test to ask writes it again (and fails the
+    same way). Read-only for the tests: copy it to change it."""
+    path = folder / name
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if not path.exists():
+            partial = folder / f"partial-{name}"  # the same suffix: a writer may choose its format by it
+            shutil.rmtree(partial, ignore_errors=True)  # what a write that raised left behind
+            partial.unlink(missing_ok=True)
+            write(partial)
+            partial.replace(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> BundleCache:
     """`compiled(model, target="lowpower") -> Bundle`, compiled once per session (see BundleCache)."""

@@ -5,10 +5,8 @@ share, on tests written once per session; the selection and the comparison rules
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -17,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import session_folder
+from conftest import session_folder, written_once
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "onnx_conformance.py"
 _spec = importlib.util.spec_from_file_location("onnx_conformance", SCRIPT)
@@ -91,17 +89,12 @@ def test_the_parts_are_every_family_once():
 def node_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The selected node tests, written once per session by the first worker to ask (the script's
     --write-tests; collecting them from the onnx package takes most of a minute). Read-only."""
-    shared = session_folder(tmp_path_factory, "onnx_node_tests")
-    folder, written = shared / "tests", shared / "written"
-    with open(shared / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
-        if not written.is_file():
-            shutil.rmtree(folder, ignore_errors=True)  # what a write that failed left behind
-            proc = subprocess.run([sys.executable, str(SCRIPT), "--write-tests", str(folder)], capture_output=True,
-                                  text=True)
-            assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
-            written.touch()
-    return folder
+    def write(folder: Path) -> None:
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--write-tests", str(folder)], capture_output=True,
+                              text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+
+    return written_once(session_folder(tmp_path_factory, "onnx_node_tests"), "tests", write)
 
 
 @pytest.mark.slow

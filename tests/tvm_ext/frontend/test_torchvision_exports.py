@@ -8,13 +8,17 @@ onnxscript); see tests/tvm_ext/frontend/torchvision_import.py for how torchvisio
 
 from __future__ import annotations
 
+import functools
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnxruntime import quantization
 
+from conftest import session_folder, written_once
 from onnxruntime_match import NormalCalibration, mismatches
 from torchvision_import import import_torchvision
 from tvm_ext.compile import compile
@@ -53,6 +57,19 @@ def _export(model: str, exporter: str, path) -> None:
     onnx.save(onnx.load(str(path)), str(path))  # torch.export's exporter keeps the weights in a file beside
 
 
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str, Path], None]:
+    """`exported(model, exporter, path)`: `_export`'s file copied to `path`, exported once per session (the float
+    and the quantized tests export the same models by the same exporters: each export takes seconds)."""
+    folder = session_folder(tmp_path_factory, "torchvision_exports")
+
+    def copy(model: str, exporter: str, path: Path) -> None:
+        shutil.copyfile(written_once(folder, f"{model}-{exporter}.onnx", functools.partial(_export, model, exporter)),
+                        path)
+
+    return copy
+
+
 def _quantize(path, quantized) -> None:
     input_name = onnx.load(str(path)).graph.input[0].name
     quantization.quantize_static(str(path), str(quantized), NormalCalibration(input_name, SHAPE),
@@ -73,9 +90,9 @@ FLOAT_CASES = [(model, exporter) for model in FLOAT_FITS for exporter in EXPORTE
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("model", "exporter"), QUANTIZED_CASES, ids=[f"{m}-{e}" for m, e in QUANTIZED_CASES])
-def test_torchvision_model_quantized_by_onnxruntime_equals_onnxruntime(tmp_path, model, exporter):
+def test_torchvision_model_quantized_by_onnxruntime_equals_onnxruntime(exported, tmp_path, model, exporter):
     path = tmp_path / f"{model}.onnx"
-    _export(model, exporter, path)
+    exported(model, exporter, path)
     quantized = tmp_path / f"{model}_int8.onnx"
     _quantize(path, quantized)
     bundle = compile(quantized, "lowpower", tmp_path / "int8")
@@ -86,8 +103,8 @@ def test_torchvision_model_quantized_by_onnxruntime_equals_onnxruntime(tmp_path,
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("model", "exporter"), FLOAT_CASES, ids=[f"{m}-{e}" for m, e in FLOAT_CASES])
-def test_torchvision_model_in_float_equals_onnxruntime(tmp_path, model, exporter):
+def test_torchvision_model_in_float_equals_onnxruntime(exported, tmp_path, model, exporter):
     path = tmp_path / f"{model}.onnx"
-    _export(model, exporter, path)
+    exported(model, exporter, path)
     bundle = compile(path, "lowpower", tmp_path / "float")
     assert mismatches(bundle, path, 5, float_tolerance=FLOAT_MODEL_TOLERANCE) == []
