@@ -12,9 +12,11 @@ table of operator kinds:
   loop: one pass per pixel, so the write front follows the read front pixel by pixel). Any other
   top-level statement is one pass.
 - In each pass, the bytes read of an input (written of an output) are bounded by TVM's integer analysis of
-  every load (store) index, the pass's iterations and every inner loop bound to their ranges. A branch
+  every load (store) index, the pass's iterations and every inner loop bound to their ranges (an index with a
+  `Select` in it simplified first, so a `Select` the pass decides is its branch). A branch
   whose condition the analysis proves false in this pass (a paired pixel's branch at an odd column, a
-  border's branch on an interior row) is left out; any other condition is ignored (a guarded load counts
+  border's branch on an interior row; read through a truth hint, `helper_access.register_truth_hint`) is left
+  out; any other condition is ignored (a guarded load counts
   as a read): the bounds may be wider than the truth, never narrower, and a wider bound only asks for
   more distance between the two buffers.
 - An address handed to a helper whose op has a `tvm_ext.tir.helper_access` record (the DSP MAC helpers) is an
@@ -45,7 +47,7 @@ from tvm.sym import Analyzer
 from memory_planner.api import Interval, StreamOrder
 from memory_planner.plan import DTYPE_BYTES, ParameterStream
 from tvm_ext.tir import tir_walk
-from tvm_ext.tir.helper_access import PointerAccess, helper_access, is_address_choice
+from tvm_ext.tir.helper_access import PointerAccess, helper_access, is_address_choice, is_truth_hint
 
 PASSES_PER_LOOP = 256
 SELECT_CONDITIONS = 4
@@ -246,11 +248,11 @@ class _CallReach:
     """What one helper call reaches through the parameters (`_bytes_accessed` reads it once per pass; it is
     computed once per kernel, from the call alone). `cases`: per case (module docstring), the conditions any of
     which, proved, makes it impossible in a pass, and its reaches in order: (parameter id, the flat index of an
-    element reached, its bytes), the index None where the call's reach through that parameter has no bound.
+    element reached (`_marked`), its bytes), the index None where the call's reach through that parameter has no bound.
     `unbounded`: the parameters (ids, in order) the call may reach when its arguments choose by more than
     SELECT_CONDITIONS distinct conditions (then `cases` is empty: none of its pointers gets a bound)."""
 
-    cases: tuple[tuple[tuple[ir.Expr, ...], tuple[tuple[int, ir.Expr | None, int], ...]], ...]
+    cases: tuple[tuple[tuple[ir.Expr, ...], tuple[tuple[int, ir.Expr | _SelectIndex | None, int], ...]], ...]
     unbounded: tuple[int, ...] | None = None
 
 
@@ -273,7 +275,7 @@ def _call_reach(call: ir.Call, pointers: _Pointers) -> _CallReach:
 
 
 def _case_reaches(call: ir.Call, accesses: list[PointerAccess],
-                  pointers: _Pointers) -> Iterator[tuple[int, ir.Expr | None, int]]:
+                  pointers: _Pointers) -> Iterator[tuple[int, ir.Expr | _SelectIndex | None, int]]:
     """The reaches (`_CallReach.cases`) of a helper `call` without choices among its arguments."""
     arguments = [int(arg.value) if isinstance(arg, prim.IntImm) else None for arg in call.args]
     for address, access in _addresses(call, accesses):
@@ -286,8 +288,8 @@ def _case_reaches(call: ir.Call, accesses: list[PointerAccess],
             yield id(param), None, 0
         elif span[0] <= span[1]:
             itemsize = DTYPE_BYTES[str(load.source.dtype)]
-            yield id(param), load.indices[0] + span[0], itemsize
-            yield id(param), load.indices[0] + span[1], itemsize
+            yield id(param), _marked(load.indices[0] + span[0]), itemsize
+            yield id(param), _marked(load.indices[0] + span[1]), itemsize
 
 
 def _is_vector(indices) -> bool:
@@ -320,7 +322,8 @@ def _bytes_accessed(one_pass: _Pass, skeleton: list[_Item]) -> dict[int, Interva
 
 @dataclass(frozen=True)
 class _Access:
-    """A load or store through a parameter's buffer: the parameter (by id), the indices, the element's bytes."""
+    """A load or store through a parameter's buffer: the parameter (by id), the indices (`_marked`), the element's
+    bytes."""
 
     param: int
     indices: list
@@ -387,7 +390,7 @@ class _SkeletonFrame:
             if param is None:
                 return inside[0]
             dtype = node.source.dtype if isinstance(node, ir.TensorLoad) else node.buffer.dtype
-            return [_Access(id(param), list(node.indices), DTYPE_BYTES[str(dtype)]), *inside[0]]
+            return [_Access(id(param), [_marked(i) for i in node.indices], DTYPE_BYTES[str(dtype)]), *inside[0]]
         if isinstance(node, ir.Call) and isinstance(node.op, ir.Op) and helper_access(node.op.name) is not None:
             return [_call_reach(node, self._pointers), *inside[0]]
         return [node, *inside[0]] if isinstance(node, tirx.Bind) else inside[0]
@@ -408,14 +411,24 @@ def _reachable(skeleton: list[_Item], analyzer: Analyzer) -> Iterator[ir.Node]:
         if isinstance(node, tirx.IfThenElse):
             condition, then_case, else_case = inside
             reached = list(condition)
-            if not analyzer.can_prove(tirx.Not(node.condition)):
+            test = _through_hints(node.condition)
+            if not analyzer.can_prove(tirx.Not(test)):
                 reached += then_case
-            if node.else_case is not None and not analyzer.can_prove(node.condition):
+            if node.else_case is not None and not analyzer.can_prove(test):
                 reached += else_case
         else:
             yield node  # the caller binds a loop's variable or a let's before what lies inside is reached
             reached = inside[0]
         stack.extend(reversed(reached))
+
+
+def _through_hints(condition: ir.Expr) -> ir.Expr:
+    """`condition` with each call of a truth hint (`tvm_ext.tir.helper_access.register_truth_hint`: the DSP
+    depthwise kernels' ``likely`` around the test that leads to the interior) replaced by its argument, which it
+    is: the analysis can then decide the test in a pass (a border pixel's pass reaches the border call alone, not
+    also the interior tile's window, a row and a column past the image's last)."""
+    return tir_walk.map_nodes(condition, lambda node: node.args[0] if isinstance(node, ir.Call)
+                              and isinstance(node.op, ir.Op) and is_truth_hint(node.op.name) else None)
 
 
 def _widen_by_call(bounds: dict[int, Interval | None], reach: _CallReach, analyzer: Analyzer) -> None:
@@ -435,11 +448,31 @@ def _widen_by_call(bounds: dict[int, Interval | None], reach: _CallReach, analyz
                 _widen(bounds, key, [index], itemsize, analyzer)
 
 
+@dataclass(frozen=True)
+class _SelectIndex:
+    """An index with a `Select` in it, which `_widen` simplifies in each pass with what the pass has bound, so a
+    `Select` whose condition the pass decides is read as the branch it takes: the integer bound of a `Select` is
+    both branches' (a border pixel's address, ``(y < 1 ? y : y - 1) * row``, a row wider than either), which asked
+    the planner for a row more distance between a kernel's input and output than any pass reads (ds_cnn_w44_49x10
+    on cortex-m4f: a depthwise kernel run backwards, 748 B above its input where 704 B do). Marked once, when the
+    kernel's skeleton is built (`_marked`)."""
+
+    expr: ir.Expr
+
+
+def _marked(index: ir.Expr) -> Union[ir.Expr, _SelectIndex]:
+    """`index`, as a `_SelectIndex` where a `Select` lies in it."""
+    return _SelectIndex(index) if any(isinstance(node, prim.Select) for node in tir_walk.walk(index)) else index
+
+
 def _widen(bounds: dict[int, Interval | None], key: int, indices, itemsize: int, analyzer: Analyzer) -> None:
     """Widen `bounds[key]` by one flat access at `indices` of `itemsize`-byte elements."""
     if key in bounds and bounds[key] is None:
         return
-    element = analyzer.const_int_bound(indices[0]) if len(indices) == 1 else None
+    index = indices[0] if len(indices) == 1 else None
+    if isinstance(index, _SelectIndex):
+        index = analyzer.simplify(index.expr)
+    element = analyzer.const_int_bound(index) if index is not None else None
     if element is None or element.min_value <= -_UNBOUNDED or element.max_value >= _UNBOUNDED:
         bounds[key] = None
         return

@@ -766,23 +766,27 @@ def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callab
                       profile: Profile, io_in_arena: bool, reversible: bool) -> tuple[Lowered, Generated, Planned]:
     """`planning` of `generated`, and, when `reversible` and its arena is above its liveness bound, of the same
     model with the convolutions `tvm_ext.compile.reversed_loops` chooses run backwards (their kernels marked
-    in `lowered` and generated again by `regenerate`); that one only when its planned arena is smaller."""
+    in `lowered` and generated again by `regenerate`); that one only when its planned arena is smaller. When it
+    is not, the choice is made again without the kernels chosen (`reversed_loops.ESTIMATE_RETRIES` times)."""
     from tvm_ext.codegen.reverse_outer_loop import marked_reversed
-    from tvm_ext.compile.reversed_loops import kernels_to_reverse
+    from tvm_ext.compile.reversed_loops import ESTIMATE_RETRIES, kernels_to_reverse
 
     planned = planning(generated.plan, profile, io_in_arena)
     if not reversible:
         return lowered, generated, planned
-    chosen = kernels_to_reverse(generated.plan, planned.memory,
-                                lambda plan: trial_memory(plan, profile, io_in_arena).arena_bytes)
-    if not chosen:
-        return lowered, generated, planned
-    marked = replace(lowered, kernels={name: marked_reversed(func) if name in chosen else func
-                                       for name, func in lowered.kernels.items()})
-    backwards = regenerate(marked)
-    planned_backwards = planning(backwards.plan, profile, io_in_arena)
-    if planned_backwards.memory.arena_bytes < planned.memory.arena_bytes:
-        return marked, backwards, planned_backwards
+    refused: frozenset[str] = frozenset()
+    for _ in range(1 + ESTIMATE_RETRIES):
+        chosen = kernels_to_reverse(generated.plan, planned.memory,
+                                    lambda plan: trial_memory(plan, profile, io_in_arena).arena_bytes, refused)
+        if not chosen:
+            break
+        marked = replace(lowered, kernels={name: marked_reversed(func) if name in chosen else func
+                                           for name, func in lowered.kernels.items()})
+        backwards = regenerate(marked)
+        planned_backwards = planning(backwards.plan, profile, io_in_arena)
+        if planned_backwards.memory.arena_bytes < planned.memory.arena_bytes:
+            return marked, backwards, planned_backwards
+        refused |= chosen
     return lowered, generated, planned
 
 

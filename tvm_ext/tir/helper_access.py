@@ -84,6 +84,7 @@ class HelperAccess:
 
 _ACCESS: dict[str, HelperAccess] = {}
 _ADDRESS_CHOICES: set[str] = set()
+_TRUTH_HINTS: set[str] = set()
 
 
 def register_helper_access(op: str, access: HelperAccess) -> None:
@@ -105,3 +106,15 @@ def register_address_choice(op: str) -> None:
 def is_address_choice(op: str) -> bool:
     """Whether the op named `op` was registered as a choice between two addresses."""
     return op in _ADDRESS_CHOICES
+
+
+def register_truth_hint(op: str) -> None:
+    """State that a call ``op(x)`` of the op named `op` is `x` (a hint to the C compiler, such as a test's
+    likelihood): stream_order reads a branch's condition through it, so a branch that never runs in a pass still
+    reaches nothing there."""
+    _TRUTH_HINTS.add(op)
+
+
+def is_truth_hint(op: str) -> bool:
+    """Whether the op named `op` was registered as a hint whose value is its argument."""
+    return op in _TRUTH_HINTS

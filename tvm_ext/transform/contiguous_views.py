@@ -108,10 +108,11 @@ def contiguous_copy_offset(func: tirx.PrimFunc) -> Optional[int]:
 
 
 def returned_vars(main: relax.Function) -> set:
-    """The vars main returns (its result, or the fields of its result tuple, bound or not)."""
-    return set(relax.analysis.free_vars(main.body.body)) | {
-        var for block in main.body.blocks for b in block.bindings if b.var.same_as(main.body.body)
-        for var in relax.analysis.free_vars(b.value)}
+    """The vars main returns: its result, or the fields of its result tuple (bound to a var or not); not the
+    inputs of a call whose result main returns."""
+    result = main.body.body
+    tuples = {b.var: b.value for block in main.body.blocks for b in block.bindings if isinstance(b.value, relax.Tuple)}
+    return set(relax.analysis.free_vars(tuples.get(result, result)))
 
 
 @tvm.transform.module_pass(opt_level=0, name="ContiguousCopiesAsViews")

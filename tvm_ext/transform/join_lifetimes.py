@@ -23,6 +23,7 @@ from tvm import relax
 from memory_planner import plan_memory
 from memory_planner.api import Buffer
 from memory_planner.plan import DTYPE_BYTES
+from tvm_ext.transform.contiguous_views import returned_vars
 
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
 _VIEW = tvm.ir.Op.get("relax.memory.view")
@@ -55,7 +56,7 @@ class JoinLifetimes:
                     * DTYPE_BYTES[str(binding.var.ty.dtype)]
                 self.first[binding.var] = self.last[binding.var] = step
         # main's results are the caller's buffers, not in the arena
-        self.outputs = {self.owner.get(var, var) for var in _results(main)}
+        self.outputs = {self.owner.get(var, var) for var in returned_vars(main)}
 
     def arena_bytes(self, joins: dict) -> int:
         """The planned arena (bytes) with each piece storage of `joins` (piece storage var -> join result var) a
@@ -78,13 +79,6 @@ def _home(storage: relax.Var, joins: dict) -> relax.Var:
     while storage in joins:
         storage = joins[storage]
     return storage
-
-
-def _results(main: relax.Function) -> set:
-    """The vars main returns: its result, or the fields of its result tuple (bound to a var or not)."""
-    result = main.body.body
-    tuples = {b.var: b.value for block in main.body.blocks for b in block.bindings if isinstance(b.value, relax.Tuple)}
-    return set(relax.analysis.free_vars(tuples.get(result, result)))
 
 
 def _source(value: relax.Expr) -> Optional[relax.Var]:

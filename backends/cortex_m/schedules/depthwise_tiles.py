@@ -90,7 +90,7 @@ from backends.cortex_m.schedules.dual_mac import DUAL_MAC_CHANNELS, _whole, regi
 from backends.cortex_m.schedules.helium_depthwise import (BOX_OP, DEPTHWISE_TILES, MAC_OP, PAD_ACCESS, PAD_OP,
                                                          padding_replacement)
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS
-from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_truth_hint
 from tvm_ext.tir.tir_walk import walk, with_root_loops_replaced
 
 DEPTHWISE_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8")
@@ -117,11 +117,13 @@ window, where the bundle's choice gives it the kernels, ``TileHelpers.shared_bor
 inlined): the tiles' arguments, then where the image lies in the window."""
 # (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
 # cols, top, left, inside_rows, inside_cols, value, channels): as the tiles' call, w the whole window's weights, x
-# its first tap inside the image (top, left), of inside_rows x inside_cols taps there. x's record is the whole
-# window from that tap (wider than the truth: a constant bound, as the record asks).
+# its first tap inside the image (top, left), of inside_rows x inside_cols taps there: x's record (each a constant
+# or a choice of constants, which stream_order reads case by case; the whole window from that tap was a row and a
+# column past the image's last at its last pixel: ds_cnn_w44_49x10 on cortex-m4f, a depthwise kernel run backwards
+# 704 B above its input where 440 B do).
 BORDER_ACCESS = HelperAccess((
     PointerAccess(0, (Axis(Arg(18), 1),)),
-    PointerAccess(1, (Axis(Arg(11), Arg(7)), Axis(Arg(12), Arg(8)), Axis(Arg(18), 1))),
+    PointerAccess(1, (Axis(Arg(15), Arg(7)), Axis(Arg(16), Arg(8)), Axis(Arg(18), 1))),
     PointerAccess(2, (Axis(Arg(11), Arg(9)), Axis(Arg(12), Arg(10)), Axis(Arg(18), 1))),
     *(PointerAccess(pointer, (Axis(Arg(18), 1),)) for pointer in (3, 4, 5)),
 ))
@@ -146,6 +148,7 @@ __builtin_expect). With the border pixels one call of the border helper, gcc 12.
 branches alike, keeps the pixel loops' values in registers and spills the interior tile's sums at every tap
 (mobilenet_v2_050_64_int8's 3x3 layer on 32x32x16: 32 stack accesses among its taps instead of 2)."""
 register_mac_helper(DSP_LIKELY_OP, lambda prefix: f"{prefix}_depthwise_likely")
+register_truth_hint(DSP_LIKELY_OP)
 DSP_PAD_OPS = {"int8": "tvm_ext.depthwise_pad_s8x4", "int16": "tvm_ext.depthwise_pad_s8x4w16"}
 """The DSP cores' padding products of a border pixel's four-channel tile per weight type: PAD_OP's arguments
 (channels 4)."""

@@ -31,11 +31,22 @@ ADD_S8_ACCESS = HelperAccess(tuple(PointerAccess(k, (Axis(Arg(3), 1),)) for k in
 register_mac_helper(ADD_S8_OP, add_s8_helper_name, ADD_S8_ACCESS)
 ADD_S8_TABLES_OP = "tvm_ext.add_s8_tables"
 # The call (values, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift, out_shift):
-# values[k] for k < TABLE_VALUES, the kernel's own buffer (no parameter).
+# values[k] for k < TABLE_VALUES (OPERAND_VALUES where an operand is halved), the kernel's own buffer (no parameter).
 register_mac_helper(ADD_S8_TABLES_OP, add_s8_tables_helper_name)
 
 TABLE_VALUES = 512
-"""The int32 values of the helper's tables (two operands' 256)."""
+"""The int32 values of the helper's tables (two operands' 256): the kernel's scratch, where no operand is halved."""
+OPERAND_VALUES = 256
+"""The int32 values of one operand's table: the kernel's scratch where an operand is halved (`halved_operand`:
+the helper tables the other alone), an arena buffer of 1,024 B, not 2,048 B, at the kernel's call (tcn_49x40_c44 on
+cortex-m55: each residual ADD's 2,048 B were live beside its two operands and its output)."""
+
+
+def halved_operand(params: Any) -> bool:
+    """Whether an operand of `params` (an AddParams) has TFLite's multiplier 1/2 (2^30, shift 0) and the left shift
+    is 1 or more, so the helper (`<prefix>_add_s8_halved`, its C twin) rescales it by a shift and tables the other
+    operand alone (TFLite's larger-scale operand: every int8 ADD TFLite quantizes)."""
+    return params.left_shift >= 1 and any(int(m) == 1 << 30 and int(s) == 0 for m, s in (params.input1, params.input2))
 RUN = 512
 """Elements per call of the ADD helper after the tables' one: the kernel's passes, so that its output may share
 all but RUN bytes with an input that dies there (the memory planner's stream order:
@@ -82,7 +93,8 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
         *params.output, int(output_zero_point), max(int(activation.low), -128), min(int(activation.high), 127)))
 
     def build(ins, outs):
-        values = tirx.decl_buffer((TABLE_VALUES,), "int32", name="add_tables")
+        values = tirx.decl_buffer((OPERAND_VALUES if halved_operand(params) else TABLE_VALUES,), "int32",
+                                  name="add_tables")
         index = str(outs[0].shape[0].ty.dtype)
 
 

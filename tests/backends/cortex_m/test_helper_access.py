@@ -19,6 +19,7 @@ from memory_planner.api import StreamOrder
 from backends.cortex_m.schedules.conv_tiles import CHOOSE_OP
 from backends.cortex_m.helpers.depthwise_spread_c import SPREAD_INPUTS
 from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
+from backends.cortex_m.schedules.depthwise_tiles import DSP_BORDER_OPS, DSP_LIKELY_OP
 from backends.cortex_m.schedules.depthwise_spread import SPREAD_OPS
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP
 from backends.cortex_m.schedules.extern_helpers import COPY_OP
@@ -237,3 +238,38 @@ def test_kws_on_cortex_m4f_needs_less_arena_than_before_helper_records(compiled)
     bundle = compiled("mlperf_tiny/kws_ref_model.tflite", "cortex-m4f")  # the session's, shared with the e2e tests
     assert bundle.selftest.passed and bundle.selftest.where.startswith("mps2-"), bundle.selftest.output
     assert bundle.memory.arena_bytes < 11_000
+
+
+def test_a_depthwise_border_call_reaches_the_taps_inside_the_image_only() -> None:
+    """Three output rows of one pixel of a 3x1 window over a 3-row image of 4 channels (rows 4 bytes apart): the
+    border call's x is its first tap inside the image, of inside_rows rows there (2, 3, 2: `Select`s of constants,
+    read case by case). Expected reads: rows 0-1, 0-2, 1-2 (bytes [0, 8), [0, 12), [4, 12)). Before: the record read
+    the whole window of 3 rows from that tap, one row past the image at the last pixel ([4, 16))."""
+    border = DSP_BORDER_OPS[("int32", "3x3")]
+
+    @T.prim_func
+    def func(x: T.Buffer((12,), "int8"), w: T.Buffer((12,), "int16"), out: T.Buffer((12,), "int8")):
+        for y in range(3):
+            T.evaluate(T.call_intrin("int32", border, T.address_of(out[y * 4]),
+                                     T.address_of(x[T.Select(y < 1, y, y - 1) * 4]), T.address_of(w[0]),
+                                     T.address_of(w[0]), T.address_of(w[0]), T.address_of(w[0]), -128, 4, 4, 4, 4, 3,
+                                     1, T.Select(y < 1, 1, 0), 0, T.Select(y < 1, 2, T.Select(y < 2, 3, 2)), 1, -128,
+                                     4))
+
+    assert streams_by_pair(func)[(0, 0)].reads == ((0, 8), (0, 12), (4, 12))
+
+
+def test_a_branch_behind_a_truth_hint_that_never_runs_in_a_pass_reaches_nothing() -> None:
+    """Pixel i copies x[i + 1] where ``likely(i < 3)`` (the DSP depthwise kernels' test of the interior), else x[i].
+    Expected: each pass reads its branch's byte alone (the analysis sees through the hint), pass 3 x[3]. Before:
+    every pass both branches' (x[i] and x[i + 1]: the hint a call it could not decide)."""
+
+    @T.prim_func
+    def func(x: T.Buffer((5,), "int8"), out: T.Buffer((4,), "int8")):
+        for i in range(4):
+            if T.call_intrin("int32", DSP_LIKELY_OP, T.Cast("int32", i < 3)) != 0:
+                out[i] = x[i + 1]
+            else:
+                out[i] = x[i]
+
+    assert streams_by_pair(func)[(0, 0)].reads == ((1, 2), (2, 3), (3, 4), (3, 4))

@@ -89,3 +89,15 @@ def test_a_pointer_handed_to_a_helper_gets_no_stream_order() -> None:
 
     streams = signature(func).streams
     assert [(s.output, s.input) for s in streams] == [(0, 1)]
+
+
+def test_a_select_in_an_index_is_read_as_the_branch_its_pass_takes() -> None:
+    """out[i] = x[i < 1 ? i : i - 1] (a border pixel's address): pass i reads x[0] for i = 0, x[i - 1] after.
+    Before: the bound of the `Select`, both branches' (bytes [i - 1, i + 1) from pass 1 on: a byte more)."""
+
+    @T.prim_func
+    def func(x: T.Buffer((4,), "int8"), out: T.Buffer((4,), "int8")):
+        for i in range(4):
+            out[i] = x[T.Select(i < 1, i, i - 1)]
+
+    assert order_of_input0(signature(func)).reads == ((0, 1), (0, 1), (1, 2), (2, 3))

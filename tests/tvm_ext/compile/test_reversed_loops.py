@@ -76,6 +76,18 @@ def test_nothing_is_reversed_at_the_bound_or_for_other_operators() -> None:
     assert "k_window" not in reversible_kernels(_chain("MAX_POOL_2D"))
 
 
+def test_a_refused_kernel_is_never_chosen_and_leaves_its_try_to_the_next() -> None:
+    """Choosing again without the kernels chosen first (their generated reversal planned no smaller): none of
+    them is chosen, and the next candidates are tried in their place."""
+    plan = _chain()
+    forwards = plan_memory(buffers_from_plan(plan))
+    first = kernels_to_reverse(plan, forwards, _arena_of)
+    assert first == frozenset({"k_window"})
+    again = kernels_to_reverse(plan, forwards, _arena_of, refused=first)
+    assert again and not again & first
+    assert plan_memory(buffers_from_plan(with_reversed_streams(plan, again))).arena_bytes < forwards.arena_bytes
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"),
                     reason="needs arm-none-eabi-gcc and qemu-system-arm: run scripts/install_deps.sh")

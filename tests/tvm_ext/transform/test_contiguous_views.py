@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tvm import relax, te, topi
 
-from tvm_ext.transform.contiguous_views import ContiguousCopiesAsViews, contiguous_copy_offset
+from tvm_ext.transform.contiguous_views import ContiguousCopiesAsViews, contiguous_copy_offset, returned_vars
 
 DATA = te.placeholder((5, 1, 16), "int8", name="data")
 
@@ -50,3 +50,20 @@ def test_the_pass_makes_views_of_aligned_pieces_that_are_no_outputs() -> None:
     assert [int(v.args[3].value) for v in views] == [16]  # row 2 at 16 bytes; row 1 (8 bytes) and the output stay
     kernels = {gvar.name_hint for gvar in mod.functions if gvar.name_hint != "main"}
     assert sum(name.startswith("strided_slice") for name in kernels) == 2  # the view's own kernel is dropped
+
+
+def test_the_input_of_the_call_main_ends_in_is_no_output_and_becomes_a_view() -> None:
+    """main(x) = negative(rows [2, 4) of x): only the negation's result is main's, so the slice (16 bytes on,
+    aligned) becomes a view. Before: `returned_vars` also counted the last call's inputs and kept the slice's copy."""
+    x = relax.Var("x", relax.TensorType((4, 8), "int8"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit_te(topi.negative, bb.emit_te(topi.strided_slice, x, [2, 0], [4, 8])))
+        bb.emit_func_output(out)
+    main = bb.get()["main"]
+    assert returned_vars(main) == {main.body.body}
+    values = [b.value for block in ContiguousCopiesAsViews(alignment=16)(bb.get())["main"].body.blocks
+              for b in block.bindings]
+    assert [int(v.args[3].value) for v in values if isinstance(v, relax.Call) and v.op.name == "relax.memory.view"] \
+        == [16]
