@@ -10,9 +10,8 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
-from emulator.tools import RISCV_TOOLS  # noqa: E402
-from required_tools import require_tools  # noqa: E402
 from tflite_models import fully_connected_model  # noqa: E402
+from virt_kernels import virt_kernels  # noqa: E402
 
 
 def six_row_model(folder):
@@ -23,10 +22,6 @@ def six_row_model(folder):
 
 
 def test_riscv_rows_of_a_fully_connected_call_the_fused_int8_pairs(compiled) -> None:
-    require_tools(RISCV_TOOLS)
-    bundle = compiled(six_row_model, "rv32imc")
-    assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
-    assert "(bit-identical)" in bundle.selftest.output
-    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
-    assert f"{bundle.plan.model}_pair_tiles_w8_s8x8" in kernels, kernels
-    assert f"{bundle.plan.model}_mac_s8x2x8_row(" not in kernels, kernels
+    model, kernels = virt_kernels(compiled, six_row_model)
+    assert f"{model}_pair_tiles_w8_s8x8" in kernels, kernels
+    assert f"{model}_mac_s8x2x8_row(" not in kernels, kernels

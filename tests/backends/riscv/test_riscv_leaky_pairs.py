@@ -14,9 +14,8 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
-from emulator.tools import RISCV_TOOLS  # noqa: E402
-from required_tools import require_tools  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from virt_kernels import virt_kernels  # noqa: E402
 
 SAME = 0  # tflite.Padding
 CONV = {"Padding": SAME, "StrideW": 1, "StrideH": 1, "DilationWFactor": 1, "DilationHFactor": 1}
@@ -52,12 +51,7 @@ def leaky_model(folder):
 
 
 def test_riscv_leaky_relu_convolutions_call_the_fused_pairs_with_the_table(compiled) -> None:
-    require_tools(RISCV_TOOLS)
-    bundle = compiled(leaky_model, "rv32imc")
-    assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
-    assert "(bit-identical)" in bundle.selftest.output
-    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
-    model = bundle.plan.model
+    model, kernels = virt_kernels(compiled, leaky_model)
     assert f"{model}_pair_tiles_lut_s8x8" in kernels, kernels
     assert f"{model}_pair_tiles_lut_odd_s8x8" in kernels, kernels
     assert f"{model}_conv_tiles_lut_s8x8" in kernels, kernels  # the lone and border pixels
