@@ -78,6 +78,19 @@ def _narrowing(node) -> bool:
     return isinstance(node, tirx.Cast) and str(node.ty.dtype) in _NARROW_INTEGERS
 
 
+def _keeping_indices(value_mapper: Callable[[object], Optional[tirx.Expr]]) -> Callable[[object], Optional[tirx.Expr]]:
+    """A `map_nodes` mapper for a load and its indices: the indices keep their immediates (nested loads likewise),
+    except a narrowing cast's value (`_narrowing`), which `value_mapper` maps as a stored value's."""
+    def in_index(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad):
+            return tirx.BufferLoad(node.source, [map_nodes(index, in_index) for index in node.indices])
+        if _narrowing(node):
+            return tirx.Cast(str(node.ty.dtype), map_nodes(node.value, value_mapper))
+        return None
+
+    return in_index
+
+
 def _int32(node) -> bool:
     return str(node.ty.dtype) == "int32"
 
@@ -105,13 +118,6 @@ def explicit_offsets(value: tirx.Expr) -> tirx.Expr:
             return tirx.Add(map_nodes(offset[0], explicit), tirx.IntImm("int32", offset[1]))
         return tirx.Add(map_nodes(node, explicit), tirx.IntImm("int32", 0))
 
-    def in_index(node) -> Optional[tirx.Expr]:
-        if isinstance(node, tvm.ir.TensorLoad):
-            return tirx.BufferLoad(node.source, [map_nodes(index, in_index) for index in node.indices])
-        if _narrowing(node):
-            return tirx.Cast(str(node.ty.dtype), map_nodes(node.value, explicit))
-        return None
-
     def explicit(node) -> Optional[tirx.Expr]:
         if isinstance(node, tvm.ir.TensorLoad):
             return in_index(node)
@@ -124,6 +130,7 @@ def explicit_offsets(value: tirx.Expr) -> tirx.Expr:
             return tvm.ir.Call(node.op, [operand(arg) for arg in node.args], node.attrs, ret_ty=node.ty)
         return None
 
+    in_index = _keeping_indices(explicit)
     return map_nodes(value, explicit)
 
 
@@ -146,19 +153,9 @@ def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], 
     (`_narrowing`: a lookup table's index `(int8)(value) + 128`, whose range does not depend on them)."""
     count = [0]
 
-    def load(node: tvm.ir.TensorLoad) -> tirx.Expr:
-        return tirx.BufferLoad(node.source, [map_nodes(index, in_index) for index in node.indices])
-
-    def in_index(node) -> Optional[tirx.Expr]:
-        if isinstance(node, tvm.ir.TensorLoad):
-            return load(node)
-        if _narrowing(node):
-            return tirx.Cast(str(node.ty.dtype), map_nodes(node.value, rewrite))
-        return None
-
     def rewrite(node) -> Optional[tirx.Expr]:
         if isinstance(node, tvm.ir.TensorLoad):
-            return load(node)
+            return in_index(node)
         if isinstance(node, tirx.IntImm) and str(node.ty.dtype) == "int32":
             count[0] += 1
             return replace(count[0] - 1, node)
@@ -168,6 +165,7 @@ def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], 
                                ret_ty=node.ty)
         return None
 
+    in_index = _keeping_indices(rewrite)
     return func.with_body(_map_stores(func.body, lambda value: map_nodes(explicit_offsets(value), rewrite)))
 
 

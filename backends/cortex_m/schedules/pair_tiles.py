@@ -274,20 +274,27 @@ class PairTileHelpers:
     window arguments' last); None: such a loop keeps its tiles."""
 
 
-def _dsp_window(mac: tvm.ir.Call) -> Optional[PairWindow]:
-    """The window of a call of ``<prefix>_dual_mac_s8x2x4`` (acc_a, acc_b, x, w, x_row_stride, w_channel_stride,
-    rows, row_len, x_pixel_stride) of constant sizes, else None."""
+def channel_strided_window(mac: tvm.ir.Call, tile: int) -> Optional[PairWindow]:
+    """The window of a two-pixel MAC call over weights stored channel after channel (acc_a, acc_b, x, w,
+    x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride: ``<prefix>_dual_mac_s8x2x4``, RV32's
+    ``<prefix>_mac_s8x2x8`` and ``_row``) of constant sizes, a tile ``tile`` channels, else None."""
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[4:]]
     if None in sizes:
         return None
     x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
-    return PairWindow(*mac.args[:4], x_row_stride, rows, row_len, x_pixel_stride, TILE * w_channel_stride)
+    return PairWindow(*mac.args[:4], x_row_stride, rows, row_len, x_pixel_stride, tile * w_channel_stride)
+
+
+def channel_strided_args(window: PairWindow, out_pixel_stride: int, tiles: int, tile: int) -> list:
+    """The fused helper's window arguments for a `channel_strided_window`: the window's sizes, the output pixels'
+    stride, the weights' channel stride and the channels of ``tiles`` tiles of ``tile``."""
+    return [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride, out_pixel_stride,
+            window.w_tile_step // tile, tiles * tile]
 
 
 DSP_PAIR_TILES = PairTileHelpers(
-    (DUAL_MAC_2PX_OP,), _dsp_window, TILE, DOUBLE_ROUNDING_LOOPS, FUSED_OPS, q15_scratch_words,
-    lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
-                                             out_pixel_stride, window.w_tile_step // TILE, tiles * TILE],
+    (DUAL_MAC_2PX_OP,), functools.partial(channel_strided_window, tile=TILE), TILE, DOUBLE_ROUNDING_LOOPS, FUSED_OPS,
+    q15_scratch_words, functools.partial(channel_strided_args, tile=TILE),
     (DSP_UNTABLED_EPILOGUE, {**{PAIR_TILES_OPS[bias]: op for bias, op in PAIR_PART_OPS.items()},
                              **{PAIR_TILES_LUT_OPS[bias]: op for bias, op in PAIR_PART_LUT_OPS.items()}}))
 """The DSP cores': the two-pixel dual MAC, four channels a tile, the pair's inputs widened once into a scratch
@@ -309,7 +316,7 @@ HELIUM_PAIR_TILES_ACCESS = HelperAccess((
 for _bias, _op in HELIUM_PAIR_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(shared_pair_tiles_helper_name, bias=_bias), HELIUM_PAIR_TILES_ACCESS)
 HELIUM_PAIR_TILES = PairTileHelpers(
-    (DUAL_MAC_2PX_OP,), _dsp_window, TILE, None,
+    (DUAL_MAC_2PX_OP,), DSP_PAIR_TILES.window, TILE, None,
     {op: HELIUM_PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()}, None, DSP_PAIR_TILES.window_args)
 """Helium's: the two-pixel dual MAC and the vector epilogue's calls of a pair's channel tiles moved into one call of
 an out-of-line copy per bundle (``<prefix>_pair_tiles_shared_s8``), which makes the same calls: each kernel holds

@@ -60,7 +60,8 @@ from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, depthwise_c
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, op_executions
-from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES_ACCESS, PairTileHelpers, PairWindow
+from backends.cortex_m.schedules.pair_tiles import (HELIUM_PAIR_TILES_ACCESS, PairTileHelpers, PairWindow,
+                                                   channel_strided_args, channel_strided_window)
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper)
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, RISCV_HELPERS,
@@ -361,22 +362,13 @@ for _bias, _op in PAIR_TILES_W8_OPS.items():
                          HELIUM_PAIR_TILES_ACCESS)
 
 
-def _int8_pair_window(call) -> Optional[PairWindow]:
-    """The window of a two-pixel int8 window MAC call (`<prefix>_mac_s8x2x8_row`, `<prefix>_mac_s8x2x8`: acc_a,
-    acc_b, x, w, x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride) of constant sizes, else None."""
-    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in call.args[4:]]
-    if None in sizes:
-        return None
-    x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
-    return PairWindow(*call.args[:4], x_row_stride, rows, row_len, x_pixel_stride, MAC_CHANNELS * w_channel_stride)
-
+# the window of a two-pixel int8 window MAC call (`<prefix>_mac_s8x2x8_row`, `<prefix>_mac_s8x2x8`)
+_int8_pair_window = functools.partial(channel_strided_window, tile=MAC_CHANNELS)
 
 RISCV_PAIR_TILES_W8 = PairTileHelpers(
     (MAC_2PX_ROW_OP, MAC_2PX_OP), _int8_pair_window, MAC_CHANNELS, None,
     {REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_W8_OPS.items()}, None,
-    lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
-                                             out_pixel_stride, window.w_tile_step // MAC_CHANNELS,
-                                             tiles * MAC_CHANNELS])
+    functools.partial(channel_strided_args, tile=MAC_CHANNELS))
 """The RV32 cores' fused pixel pairs over int8 weights as stored (the pairs whose weights are not paired: a
 FULLY_CONNECTED over several rows): the two-pixel int8 window MAC's calls over eight channels a tile and each pixel's
 "double_small" epilogue call as one call of the out-of-line `<prefix>_pair_tiles_w8_s8x8`, where each kernel held an
