@@ -45,7 +45,7 @@ from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_CONV_TILES_LUT,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
-                                          depthwise_whole_tile, extern_mac_calls, int8_pairs_pay, mac_replacement,
+                                          depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
                                           paired_or_int8_reduction)
 from target.profile import Profile
 
@@ -141,9 +141,10 @@ class RiscvMacSchedules:
 
     @staticmethod
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        """An extern stage's four-channel int8 MAC loop nests as calls of `<prefix>_mac_s8x4`
-        (`mac.extern_mac_calls`)."""
-        return extern_mac_calls(func)
+        """An extern stage's int8 MAC loop nests over interleaved weights as calls of
+        `<prefix>_dual_mac_s8x4_interleaved`, its four-channel ones as calls of `<prefix>_mac_s8x4`
+        (`mac.interleaved_mac_calls`)."""
+        return interleaved_mac_calls(func)
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -233,4 +234,4 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
-                           svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS)
+                           svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True)
