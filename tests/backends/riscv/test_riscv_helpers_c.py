@@ -51,7 +51,7 @@ CONV_TILES4_HEADER = "conv_tiles_s8x4.h"
 """The header test_conv_tiles_s8x4.c includes: the requantization header's text, its partial tiles' cases left out
 (LP_WHOLE_TILES_ONLY: the RISC-V helpers have none)."""
 INTERLEAVED_HEADER = "dual_mac_interleaved.h"
-"""The header test_dual_mac_interleaved.c includes: the RISC-V interleaved MAC's library (its own), for the prefix lp."""
+"""The header test_dual_mac_interleaved.c includes: the RISC-V interleaved MAC's library (its own), prefix lp."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
