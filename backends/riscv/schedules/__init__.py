@@ -47,6 +47,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
                                           depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
+                                          one_tile_calls,
                                           paired_or_int8_reduction)
 from target.profile import Profile
 
@@ -173,7 +174,7 @@ class RiscvMacSchedules:
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
         tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
-        tiles = conv_tiles_calls(tiles, RISCV_CONV_TILES_LUT)
+        tiles = one_tile_calls(conv_tiles_calls(tiles, RISCV_CONV_TILES_LUT))
         for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         rows = fc_rows_calls(tiles, RISCV_FC_ROWS)

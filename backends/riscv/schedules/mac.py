@@ -44,13 +44,14 @@ from typing import Optional
 
 import tvm_ffi
 from tvm import s_tir, tirx
-from tvm.ir import TensorLoad
+from tvm.ir import Range, TensorLoad
 
 from backends.bias_forms import by_bias
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_tile_call
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
+from backends.cortex_m.schedules.dual_mac import _whole as whole_region
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accessed_buffer,
                                                  accumulation, channel_tile, helper_call_block, int8_data_update,
                                                  mac_reduction, mac_window, window_call_block, window_mac_2px_access,
@@ -59,7 +60,8 @@ from backends.cortex_m.schedules.helium_depthwise import MAC_ACCESS as HELIUM_MA
 from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, depthwise_channel_tiles, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
-from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, op_executions
+from backends.cortex_m.schedules.conv_tiles import (ConvTileHelpers, LoopOffsets, TileWindow, call_of, op_executions,
+                                                   pointee, zeroed_stores)
 from backends.cortex_m.schedules.pair_tiles import (HELIUM_PAIR_TILES_ACCESS, PairTileHelpers, PairWindow,
                                                    channel_strided_args, channel_strided_window)
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
@@ -76,7 +78,7 @@ from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import substitute_index
-from tvm_ext.tir.tir_walk import walk
+from tvm_ext.tir.tir_walk import map_child_stmts, walk
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
@@ -457,6 +459,71 @@ CONV_TILES_LUT_OPS = by_bias("tvm_ext.riscv_conv_tiles_lut_s8x8")
 for _bias, _op in CONV_TILES_LUT_OPS.items():
     register_helper_call(_op, RISCV_HELPERS, functools.partial(conv_tiles_helper_name, bias=_bias, table=True),
                          HelperAccess((*CONV_TILES_ACCESS.pointers, PointerAccess(12, (Axis(LUT_ENTRIES, 1),)))))
+def one_tile_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (a scheduled kernel after its epilogue calls) with each one-pixel tile that runs once per call (no
+    loop around it: a one-row FULLY_CONNECTED of exactly MAC_CHANNELS units, whose tile has no loop to fuse) --
+    its accumulators zeroed, one paired MAC call and one "double_small" epilogue call on them -- as one call of the
+    fused one-pixel tiles over one tile (RISCV_CONV_TILES' op, tiles 1), where the bundle's other kernels call that
+    out-of-line copy already and the paired MAC's own out-of-line copy (~264 B) served this kernel alone: rv32imc
+    ae_512_52_int8's 52 -> 8 layer beside its 52 -> 512 one. Once per inference: the instructions are the call's
+    and its loop's few. Any other function unchanged."""
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return func
+    root = realize.block
+    body = _one_tiles_replaced(root.body, ())
+    if body.same_as(root.body):
+        return func
+    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init,
+                         root.alloc_buffers, root.match_buffers, root.annotations)
+    return func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
+
+
+def _one_tiles_replaced(stmt: tirx.Stmt, loops: tuple) -> tirx.Stmt:
+    """``stmt`` (inside ``loops``, each of one iteration) with each one-pixel tile outside any loop of more
+    iterations or block (``one_tile_calls``) as its fused call."""
+    if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) and int(stmt.extent) == 1:
+        return map_child_stmts(stmt, lambda child: _one_tiles_replaced(child, (*loops, stmt)))
+    if isinstance(stmt, (tirx.For, s_tir.SBlockRealize, s_tir.SBlock)) or not isinstance(stmt, tirx.Stmt):
+        return stmt
+    if not isinstance(stmt, tirx.SeqStmt):
+        return map_child_stmts(stmt, lambda child: _one_tiles_replaced(child, loops))
+    stmts = [_one_tiles_replaced(child, loops) for child in stmt.seq]
+    for at in range(len(stmts) - 1):
+        fused = _one_tile_call(stmts, at, LoopOffsets(loops))
+        if fused is not None:
+            first, call = fused
+            stmts[first:at + 2] = [call]
+            return _one_tiles_replaced(tirx.SeqStmt(stmts), loops) if len(stmts) > 1 else call
+    return tirx.SeqStmt(stmts) if any(not a.same_as(b) for a, b in zip(stmts, stmt.seq)) else stmt
+
+
+def _one_tile_call(stmts: list, at: int, offsets: LoopOffsets) -> Optional[tuple[int, s_tir.SBlockRealize]]:
+    """(the index of its first zeroing statement, the fused call) of the tile whose paired MAC call is ``stmts[at]``
+    and epilogue call ``stmts[at + 1]``, the statements right before them zeroing exactly the MAC's MAC_CHANNELS
+    accumulators, which the epilogue reads (``offsets``: over the loops around them); else None."""
+    mac = call_of(stmts[at], RISCV_CONV_TILES.mac_ops)
+    epilogue = call_of(stmts[at + 1], tuple(REQUANTIZE_OPS_BY_BIAS.values()))
+    window = None if mac is None or epilogue is None else _paired_tile_window(mac)
+    if window is None or not isinstance(epilogue.args[6], tirx.IntImm) or int(epilogue.args[6]) != MAC_CHANNELS:
+        return None
+    acc, x, w, out, read, *constants = (pointee(arg) for arg in (window.acc, window.x, window.w, *epilogue.args[:5]))
+    if None in (acc, x, w, out, read, *constants):
+        return None
+    first, zeroed = at, []
+    while first > 0 and (stores := zeroed_stores(stmts[first - 1], acc.source)) is not None:
+        first, zeroed = first - 1, stores + zeroed
+    if not offsets.zeroes_and_reads(zeroed, acc, read, MAC_CHANNELS):
+        return None
+    bias = next(bias for bias, op in REQUANTIZE_OPS_BY_BIAS.items() if op == epilogue.op.name)
+    call = tirx.call_intrin("int32", CONV_TILES_OPS[bias], epilogue.args[0], window.x, window.w, *epilogue.args[2:6],
+                            *RISCV_CONV_TILES.window_args(window, 1))
+    written = tirx.BufferRegion(out.source, [*(Range.from_min_extent(i, 1) for i in out.indices[:-1]),
+                                             Range.from_min_extent(out.indices[-1], MAC_CHANNELS)])
+    reads = [whole_region(load.source) for load in (x, w, *constants)]
+    return first, s_tir.SBlockRealize([], True, s_tir.SBlock([], reads, [written], "conv_tiles", tirx.Evaluate(call)))
+
+
 RISCV_CONV_TILES_LUT = replace(RISCV_CONV_TILES, requantize=REQUANTIZE_LUT_OPS_BY_BIAS, tiles=CONV_TILES_LUT_OPS)
 """RISCV_CONV_TILES over the table epilogue's calls (`<prefix>_requantize_small_lut_s8`): a LEAKY_RELU
 convolution's lone and border pixels, whose tile loops each kernel had kept inlined beside its pairs' fused calls."""
