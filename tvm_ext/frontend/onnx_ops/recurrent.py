@@ -1,18 +1,19 @@
-"""ONNX GRU and LSTM (TVM 0.27 has no converter for either), unrolled over their static sequence length into
+"""ONNX RNN, GRU and LSTM (TVM 0.27 has no converter for any), unrolled over their static sequence length into
 Relax's float operators (matmul, add, multiply, subtract, sigmoid, tanh, relu, clip, strided_slice, reshape,
 concat, permute_dims), which every backend compiles with its existing float kernels.
 
-PyTorch writes nn.GRU and nn.LSTM as these operators (GRU with linear_before_reset=1); onnxruntime's
+PyTorch writes nn.RNN, nn.GRU and nn.LSTM as these operators (GRU with linear_before_reset=1); onnxruntime's
 quantize_static leaves them float, between a DequantizeLinear and a QuantizeLinear. The equations are the ONNX
-specification's (gates z, r, h for GRU and i, o, f, c for LSTM, in that order along W's and R's rows); each time
+specification's (one gate for RNN, z, r, h for GRU and i, o, f, c for LSTM, in that order along W's and R's rows); each time
 step is one product of the step's input with W^T and one of the previous hidden state with R^T. A zero initial
 state (no initial_h / initial_c) is not multiplied: its products are left out, as they are zero.
 
 Converted: any batch and sequence length (static), directions forward, reverse and bidirectional, layout 0
-and 1, the activations Sigmoid, Tanh and Relu (the defaults are Sigmoid, Tanh[, Tanh]), `clip`, B, initial_h,
+(onnxruntime, the self-test's reference, runs no other), the activations Sigmoid, Tanh and Relu (the defaults are
+Tanh for RNN, Sigmoid, Tanh[, Tanh] for GRU and LSTM), `clip`, B, initial_h,
 initial_c, LSTM's peepholes P, and sequence_lens when it is a constant equal to the sequence length for every
 batch entry (the model check refuses one computed from a graph input: onnx_operands). Refused in one line
-(OperatorRefused): shorter constant sequence lengths, other activations, LSTM's input_forget=1.
+(OperatorRefused): shorter constant sequence lengths, other activations, layout 1, LSTM's input_forget=1.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ class _Recurrence:
     batch: int
     hidden: int
     reverse: tuple[bool, ...]  # per direction: whether it runs from the last step to the first
-    batch_first: bool  # layout 1: X [batch, seq, input], Y [batch, seq, dirs, hidden], Y_h [batch, dirs, hidden]
     clip: float | None
     activations: list[list[Activation]]  # per direction, the node's activations (f, g[, h])
 
@@ -73,9 +73,7 @@ class _Recurrence:
 
     def step_input(self, t: int) -> relax.Expr:
         """X's time step `t`, [batch, input]."""
-        x = self.inputs[0]
-        axis = 1 if self.batch_first else 0
-        piece = self.emit(relax.op.strided_slice(x, axes=[axis], begin=[t], end=[t + 1]))
+        piece = self.emit(relax.op.strided_slice(self.inputs[0], axes=[0], begin=[t], end=[t + 1]))
         return self.emit(relax.op.reshape(piece, [self.batch, -1]))
 
     def transposed(self, index: int, direction: int) -> relax.Expr:
@@ -96,13 +94,12 @@ class _Recurrence:
         return tuple(self.section(self.row(value, direction), part * width, (part + 1) * width) for part in (0, 1))
 
     def initial(self, index: int, direction: int) -> relax.Expr | None:
-        """Initial state input `index` (initial_h or initial_c, [dirs, batch, hidden]; layout 1: [batch, dirs,
-        hidden]) of `direction`, [batch, hidden]; None when the node has none (a zero state)."""
+        """Initial state input `index` (initial_h or initial_c, [dirs, batch, hidden]) of `direction`,
+        [batch, hidden]; None when the node has none (a zero state)."""
         value = self.inputs[index] if len(self.inputs) > index else None
         if value is None:
             return None
-        axis = 1 if self.batch_first else 0
-        piece = self.emit(relax.op.strided_slice(value, axes=[axis], begin=[direction], end=[direction + 1]))
+        piece = self.emit(relax.op.strided_slice(value, axes=[0], begin=[direction], end=[direction + 1]))
         return self.emit(relax.op.reshape(piece, [self.batch, self.hidden]))
 
     def row(self, value: relax.Expr, direction: int) -> relax.Expr:
@@ -151,9 +148,6 @@ class _Recurrence:
         y = relax.op.concat([self.emit(step) for step in steps], axis=0)  # [seq, dirs, batch, hidden]
         lasts = [relax.op.concat([self.emit(relax.op.reshape(state, [1, self.batch, self.hidden]))
                                   for state in final], axis=0) for final in finals]  # [dirs, batch, hidden]
-        if self.batch_first:
-            y = relax.op.permute_dims(self.emit(y), [2, 0, 1, 3])
-            lasts = [relax.op.permute_dims(self.emit(last), [1, 0, 2]) for last in lasts]
         return relax.Tuple([y, *lasts])
 
 
@@ -173,9 +167,9 @@ def _recurrence(bb: relax.BlockBuilder, op: str, gates: int, default_activations
         raise OperatorRefused(f"{op} activations {unknown} are not converted (only {', '.join(_ACTIVATIONS)})")
     per = len(default_activations)
     activations = [[_ACTIVATIONS[n] for n in names[d * per:(d + 1) * per]] for d in range(len(reverse))]
-    batch_first = int(attrs.get("layout", 0)) == 1
-    x_shape = _static_shape(inputs[0], f"{op} input X")
-    seq, batch = (x_shape[1], x_shape[0]) if batch_first else (x_shape[0], x_shape[1])
+    if int(attrs.get("layout", 0)) != 0:
+        raise OperatorRefused(f"{op} layout {attrs['layout']} (batch first) is not converted")
+    seq, batch = _static_shape(inputs[0], f"{op} input X")[:2]
     hidden = _static_shape(inputs[2], f"{op} input R")[-1]
     if "hidden_size" in attrs and int(attrs["hidden_size"]) != hidden:
         raise OperatorRefused(f"{op} hidden_size {attrs['hidden_size']} differs from R's {hidden} columns")
@@ -187,73 +181,91 @@ def _recurrence(bb: relax.BlockBuilder, op: str, gates: int, default_activations
             raise OperatorRefused(f"{op} sequence_lens {lengths.value.numpy().tolist()} shorter than the "
                                   f"sequence ({seq} steps) are not converted")
     clip = float(attrs["clip"]) if "clip" in attrs else None
-    return _Recurrence(bb, op, gates, inputs, seq, batch, hidden, reverse, batch_first, clip, activations)
+    return _Recurrence(bb, op, gates, inputs, seq, batch, hidden, reverse, clip, activations)
+
+
+def rnn(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Tuple:
+    """An ONNX RNN node as the tuple (Y, Y_h), unrolled over its sequence."""
+    cell = _recurrence(bb, "RNN", 1, ("Tanh",), inputs, attrs)
+    states, finals = [], []
+    for d, reverse in enumerate(cell.reverse):
+        (f,) = cell.activations[d]
+        w_t, r_t = cell.transposed(1, d), cell.transposed(2, d)
+        wb, rb = cell.biases(d)
+        h = cell.initial(5, d)
+        hidden_states: list[relax.Expr] = [None] * cell.seq  # type: ignore[list-item]
+        for t in (reversed(range(cell.seq)) if reverse else range(cell.seq)):
+            h = cell.activate(f, cell.add(cell.affine(cell.step_input(t), w_t, wb), cell.affine(h, r_t, rb)))
+            hidden_states[t] = h
+        states.append(hidden_states)
+        finals.append(h)
+    return cell.outputs(states, [finals])
 
 
 def gru(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Tuple:
     """An ONNX GRU node as the tuple (Y, Y_h), unrolled over its sequence."""
-    rnn = _recurrence(bb, "GRU", 3, ("Sigmoid", "Tanh"), inputs, attrs)
+    cell = _recurrence(bb, "GRU", 3, ("Sigmoid", "Tanh"), inputs, attrs)
     linear_before_reset = int(attrs.get("linear_before_reset", 0)) != 0
     states, finals = [], []
-    for d, reverse in enumerate(rnn.reverse):
-        f, g = rnn.activations[d]
-        w_t, r_t = rnn.transposed(1, d), rnn.transposed(2, d)
-        wb, rb = rnn.biases(d)
-        r_zr_t, r_h_t = rnn.section(r_t, 0, 2 * rnn.hidden), rnn.section(r_t, 2 * rnn.hidden, 3 * rnn.hidden)
-        h = rnn.initial(5, d)
-        hidden_states: list[relax.Expr] = [None] * rnn.seq  # type: ignore[list-item]
-        for t in (reversed(range(rnn.seq)) if reverse else range(rnn.seq)):
-            gx = rnn.affine(rnn.step_input(t), w_t, wb)
+    for d, reverse in enumerate(cell.reverse):
+        f, g = cell.activations[d]
+        w_t, r_t = cell.transposed(1, d), cell.transposed(2, d)
+        wb, rb = cell.biases(d)
+        r_zr_t, r_h_t = cell.section(r_t, 0, 2 * cell.hidden), cell.section(r_t, 2 * cell.hidden, 3 * cell.hidden)
+        h = cell.initial(5, d)
+        hidden_states: list[relax.Expr] = [None] * cell.seq  # type: ignore[list-item]
+        for t in (reversed(range(cell.seq)) if reverse else range(cell.seq)):
+            gx = cell.affine(cell.step_input(t), w_t, wb)
             if linear_before_reset:
-                gh = rnn.affine(h, r_t, rb)
-                gh_zr, gh_h = rnn.section(gh, 0, 2 * rnn.hidden), rnn.gate(gh, 2)
+                gh = cell.affine(h, r_t, rb)
+                gh_zr, gh_h = cell.section(gh, 0, 2 * cell.hidden), cell.gate(gh, 2)
             else:
-                gh_zr = rnn.affine(h, r_zr_t, rnn.section(rb, 0, 2 * rnn.hidden))
-            zr = rnn.add(rnn.section(gx, 0, 2 * rnn.hidden), gh_zr)
-            z, r = rnn.activate(f, rnn.section(zr, 0, rnn.hidden)), rnn.activate(f, rnn.gate(zr, 1))
+                gh_zr = cell.affine(h, r_zr_t, cell.section(rb, 0, 2 * cell.hidden))
+            zr = cell.add(cell.section(gx, 0, 2 * cell.hidden), gh_zr)
+            z, r = cell.activate(f, cell.section(zr, 0, cell.hidden)), cell.activate(f, cell.gate(zr, 1))
             if linear_before_reset:
-                candidate = rnn.add(rnn.gate(gx, 2), rnn.mul(r, gh_h))
+                candidate = cell.add(cell.gate(gx, 2), cell.mul(r, gh_h))
             else:
-                candidate = rnn.add(rnn.gate(gx, 2), rnn.affine(rnn.mul(r, h), r_h_t, None), rnn.gate(rb, 2))
-            h_tilde = rnn.activate(g, candidate)
+                candidate = cell.add(cell.gate(gx, 2), cell.affine(cell.mul(r, h), r_h_t, None), cell.gate(rb, 2))
+            h_tilde = cell.activate(g, candidate)
             # H = (1 - z) * h~ + z * H_prev = h~ + z * (H_prev - h~); with a zero H_prev, h~ - z * h~.
             if h is None:
-                h = rnn.emit(relax.op.subtract(h_tilde, rnn.mul(z, h_tilde)))
+                h = cell.emit(relax.op.subtract(h_tilde, cell.mul(z, h_tilde)))
             else:
-                h = rnn.add(h_tilde, rnn.mul(z, rnn.emit(relax.op.subtract(h, h_tilde))))
+                h = cell.add(h_tilde, cell.mul(z, cell.emit(relax.op.subtract(h, h_tilde))))
             hidden_states[t] = h
         states.append(hidden_states)
         finals.append(h)
-    return rnn.outputs(states, [finals])
+    return cell.outputs(states, [finals])
 
 
 def lstm(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Tuple:
     """An ONNX LSTM node as the tuple (Y, Y_h, Y_c), unrolled over its sequence."""
     if int(attrs.get("input_forget", 0)) != 0:
         raise OperatorRefused("LSTM input_forget=1 (coupled input and forget gates) is not converted")
-    rnn = _recurrence(bb, "LSTM", 4, ("Sigmoid", "Tanh", "Tanh"), inputs, attrs)
+    cell = _recurrence(bb, "LSTM", 4, ("Sigmoid", "Tanh", "Tanh"), inputs, attrs)
     peepholes = inputs[7] if len(inputs) > 7 else None
     states, finals_h, finals_c = [], [], []
-    for d, reverse in enumerate(rnn.reverse):
-        f, g, act_h = rnn.activations[d]
-        w_t, r_t = rnn.transposed(1, d), rnn.transposed(2, d)
-        wb, rb = rnn.biases(d)
-        p = rnn.row(peepholes, d) if peepholes is not None else None
-        p_i, p_o, p_f = (rnn.gate(p, k) for k in range(3))
-        h, c = rnn.initial(5, d), rnn.initial(6, d)
-        hidden_states: list[relax.Expr] = [None] * rnn.seq  # type: ignore[list-item]
-        for t in (reversed(range(rnn.seq)) if reverse else range(rnn.seq)):
-            gates = rnn.add(rnn.affine(rnn.step_input(t), w_t, wb), rnn.affine(h, r_t, rb))
-            i = rnn.activate(f, rnn.add(rnn.gate(gates, 0), rnn.mul(p_i, c)))
-            forget = rnn.activate(f, rnn.add(rnn.gate(gates, 2), rnn.mul(p_f, c)))
-            c = rnn.add(rnn.mul(forget, c), rnn.mul(i, rnn.activate(g, rnn.gate(gates, 3))))
-            o = rnn.activate(f, rnn.add(rnn.gate(gates, 1), rnn.mul(p_o, c)))
-            h = rnn.mul(o, rnn.activate(act_h, c))
+    for d, reverse in enumerate(cell.reverse):
+        f, g, act_h = cell.activations[d]
+        w_t, r_t = cell.transposed(1, d), cell.transposed(2, d)
+        wb, rb = cell.biases(d)
+        p = cell.row(peepholes, d) if peepholes is not None else None
+        p_i, p_o, p_f = (cell.gate(p, k) for k in range(3))
+        h, c = cell.initial(5, d), cell.initial(6, d)
+        hidden_states: list[relax.Expr] = [None] * cell.seq  # type: ignore[list-item]
+        for t in (reversed(range(cell.seq)) if reverse else range(cell.seq)):
+            gates = cell.add(cell.affine(cell.step_input(t), w_t, wb), cell.affine(h, r_t, rb))
+            i = cell.activate(f, cell.add(cell.gate(gates, 0), cell.mul(p_i, c)))
+            forget = cell.activate(f, cell.add(cell.gate(gates, 2), cell.mul(p_f, c)))
+            c = cell.add(cell.mul(forget, c), cell.mul(i, cell.activate(g, cell.gate(gates, 3))))
+            o = cell.activate(f, cell.add(cell.gate(gates, 1), cell.mul(p_o, c)))
+            h = cell.mul(o, cell.activate(act_h, c))
             hidden_states[t] = h
         states.append(hidden_states)
         finals_h.append(h)
         finals_c.append(c)
-    return rnn.outputs(states, [finals_h, finals_c])
+    return cell.outputs(states, [finals_h, finals_c])
 
 
-CONVERTERS = {"GRU": gru, "LSTM": lstm}
+CONVERTERS = {"GRU": gru, "LSTM": lstm, "RNN": rnn}
