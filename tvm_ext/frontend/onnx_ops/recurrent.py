@@ -1,19 +1,20 @@
 """ONNX RNN, GRU and LSTM (TVM 0.27 has no converter for any), unrolled over their static sequence length into
 Relax's float operators (matmul, add, multiply, subtract, sigmoid, tanh, relu, clip, strided_slice, reshape,
-concat, permute_dims), which every backend compiles with its existing float kernels.
+concat), which every backend compiles with its existing float kernels.
 
 PyTorch writes nn.RNN, nn.GRU and nn.LSTM as these operators (GRU with linear_before_reset=1); onnxruntime's
 quantize_static leaves them float, between a DequantizeLinear and a QuantizeLinear. The equations are the ONNX
-specification's (one gate for RNN, z, r, h for GRU and i, o, f, c for LSTM, in that order along W's and R's rows); each time
-step is one product of the step's input with W^T and one of the previous hidden state with R^T. A zero initial
-state (no initial_h / initial_c) is not multiplied: its products are left out, as they are zero.
+specification's (one gate for RNN; z, r, h for GRU; i, o, f, c for LSTM; in that order along W's and R's rows):
+each time step is one product of the step's input with W^T and one of the previous hidden state with R^T. A zero
+initial state (no initial_h / initial_c) is not multiplied: its products are left out, as they are zero.
 
-Converted: any batch and sequence length (static), directions forward, reverse and bidirectional, layout 0
-(onnxruntime, the self-test's reference, runs no other), the activations Sigmoid, Tanh and Relu (the defaults are
-Tanh for RNN, Sigmoid, Tanh[, Tanh] for GRU and LSTM), `clip`, B, initial_h,
-initial_c, LSTM's peepholes P, and sequence_lens when it is a constant equal to the sequence length for every
-batch entry (the model check refuses one computed from a graph input: onnx_operands). Refused in one line
-(OperatorRefused): shorter constant sequence lengths, other activations, layout 1, LSTM's input_forget=1.
+Converted: any batch and (static) sequence length; directions forward, reverse and bidirectional; layout 0
+(onnxruntime, the self-test's reference, runs no other); the activations Sigmoid, Tanh and Relu (the defaults:
+Tanh for RNN, Sigmoid and Tanh for GRU, Sigmoid, Tanh and Tanh for LSTM); B, initial_h, initial_c, LSTM's
+peepholes P; `clip` of the gates' sums (as onnxruntime clips: not LSTM's Ct before h); sequence_lens when it is
+a constant equal to the sequence length for every batch entry (the model check refuses one computed from a graph
+input: onnx_operands). Refused in one line (OperatorRefused): shorter constant sequence lengths, other
+activations, layout 1, LSTM's input_forget=1.
 """
 
 from __future__ import annotations
@@ -260,7 +261,8 @@ def lstm(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dic
             forget = cell.activate(f, cell.add(cell.gate(gates, 2), cell.mul(p_f, c)))
             c = cell.add(cell.mul(forget, c), cell.mul(i, cell.activate(g, cell.gate(gates, 3))))
             o = cell.activate(f, cell.add(cell.gate(gates, 1), cell.mul(p_o, c)))
-            h = cell.mul(o, cell.activate(act_h, c))
+            # Ct itself, never clipped: onnxruntime (the self-test's reference) clips only the gates' sums.
+            h = cell.mul(o, cell.emit(act_h(c)))
             hidden_states[t] = h
         states.append(hidden_states)
         finals_h.append(h)
