@@ -144,9 +144,11 @@ class _Recurrence:
         """The node's outputs: Y from `states` (per direction, the hidden state of each time step, in time order)
         and Y_h (Y_c ...) from `finals` (per output, each direction's last state), each [batch, hidden]."""
         dirs = len(states)
-        steps = [relax.op.concat([self.emit(relax.op.reshape(states[d][t], [1, 1, self.batch, self.hidden]))
-                                  for d in range(dirs)], axis=1) for t in range(self.seq)]
-        y = relax.op.concat([self.emit(step) for step in steps], axis=0)  # [seq, dirs, batch, hidden]
+        # One concat of every (step, direction) state, in Y's order: a concat of concats is fused into a kernel
+        # whose nested selects GCC's -Wmaybe-uninitialized rejects.
+        pieces = [self.emit(relax.op.reshape(states[d][t], [1, self.batch, self.hidden]))
+                  for t in range(self.seq) for d in range(dirs)]
+        y = relax.op.reshape(self.emit(relax.op.concat(pieces, axis=0)), [self.seq, dirs, self.batch, self.hidden])
         lasts = [relax.op.concat([self.emit(relax.op.reshape(state, [1, self.batch, self.hidden]))
                                   for state in final], axis=0) for final in finals]  # [dirs, batch, hidden]
         return relax.Tuple([y, *lasts])
