@@ -49,10 +49,9 @@ def _static_shape(value: relax.Expr, what: str) -> list[int]:
 
 @dataclass
 class _Recurrence:
-    """What GRU and LSTM share: the node's sizes, its attributes, and the Relax values of one direction."""
+    """What RNN, GRU and LSTM share: the node's sizes and attributes, and the Relax values of one direction."""
 
     bb: relax.BlockBuilder
-    op: str
     gates: int
     inputs: Sequence[relax.Expr | None]
     seq: int
@@ -156,7 +155,7 @@ class _Recurrence:
 
 def _recurrence(bb: relax.BlockBuilder, op: str, gates: int, default_activations: tuple[str, ...],
                 inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> _Recurrence:
-    """The shared facts of GRU or LSTM node `op` (`gates` gates per unit); OperatorRefused for what is not
+    """The shared facts of RNN, GRU or LSTM node `op` (`gates` gates per unit); OperatorRefused for what is not
     converted."""
     direction = _text(attrs.get("direction", "forward"))
     if direction not in ("forward", "reverse", "bidirectional"):
@@ -184,7 +183,7 @@ def _recurrence(bb: relax.BlockBuilder, op: str, gates: int, default_activations
             raise OperatorRefused(f"{op} sequence_lens {lengths.value.numpy().tolist()} shorter than the "
                                   f"sequence ({seq} steps) are not converted")
     clip = float(attrs["clip"]) if "clip" in attrs else None
-    return _Recurrence(bb, op, gates, inputs, seq, batch, hidden, reverse, clip, activations)
+    return _Recurrence(bb, gates, inputs, seq, batch, hidden, reverse, clip, activations)
 
 
 def rnn(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Tuple:
