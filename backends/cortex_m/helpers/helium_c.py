@@ -115,10 +115,10 @@ def shared_conv_tiles_helper_name(prefix: str, bias: str) -> str:
     return bias_form(f"{prefix}_conv_tiles_shared_s8", bias)
 
 
-def shared_pair_tiles_helper_name(prefix: str, bias: str) -> str:
+def shared_pair_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused pair tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`."""
-    return bias_form(f"{prefix}_pair_tiles_shared_s8", bias)
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_pair_tiles_shared{'_lut' if table else ''}_s8", bias)
 
 
 def choose_helper_name(prefix: str) -> str:
