@@ -7,8 +7,9 @@
  * and lp_pair_tiles_shared_lut_s8 (each with _b16) with a table permuting the int8 values (their outputs mapped back
  * by the inverse permutation before the check), over every window of the window MAC tests (cortex_m_test_values.h:
  * rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum values), channel counts 4..11
- * (whole tiles and every overlapping last tile), per-channel biases (int32 and int16), multipliers and shifts, zero points at either end; the bytes after the outputs must keep their value; a window of one run
- * read as three rows gives the same outputs, and LP_CHOOSE evaluates only the address it chooses. Built by
+ * (whole tiles and every overlapping last tile), per-channel biases (int32 and int16), multipliers and shifts, zero
+ * points at either end; the bytes after the outputs must keep their value; a window of one run read as three rows
+ * gives the same outputs, and LP_CHOOSE evaluates only the address it chooses. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VMLADAVA, VQRDMULH). Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
@@ -136,7 +137,8 @@ int main(void)
             }
             tables_wrong |= outputs_wrong(luts[form], x, w, &k, channels, bias, multiplier, shift, zero_point);
         }
-        if ((returned != 0 || tables_wrong || outputs_wrong(out, x, w, &k, channels, bias, multiplier, shift, zero_point)
+        if ((returned != 0 || tables_wrong
+             || outputs_wrong(out, x, w, &k, channels, bias, multiplier, shift, zero_point)
              || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)
              || outputs_wrong(shared, x, w, &k, channels, bias, multiplier, shift, zero_point)
              || outputs_wrong(shared16, x, w, &k, channels, bias, multiplier, shift, zero_point)) && failures++ < 8) {

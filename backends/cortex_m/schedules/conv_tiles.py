@@ -147,7 +147,8 @@ fused call shared by an interior pixel and a border pixel's copied window (`comm
 register_mac_helper(CHOOSE_OP, choose_helper_name)
 register_address_choice(CHOOSE_OP)
 _X, _X_ROW_STRIDE, _ROWS, _ROW_LEN, _CHANNELS = 1, 7, 9, 10, 11
-"""The positions of the fused call's input address, window sizes and channels among its arguments (CONV_TILES_ACCESS)."""
+"""The positions of the fused call's input address, window sizes and channels among its arguments
+(CONV_TILES_ACCESS)."""
 
 
 @dataclass(frozen=True)
@@ -604,9 +605,8 @@ def _aligned(a: tvm.ir.Call, b: tvm.ir.Call) -> Optional[tuple[tvm.ir.Call, tvm.
 
 
 HELIUM_TAIL_CHOICES = {op: TailChoice(CHOOSE_OP, frozenset({_X}), frozenset({_X_ROW_STRIDE}), _aligned,
-                                      HELIUM_SHARED_TILES_OPS[form])
-                       for ops in (HELIUM_TILES_OPS, HELIUM_SHARED_TILES_OPS) for form, op in ops.items()
-                       if not form.endswith(TABLE_FORM)}
+                                      SHARED_CONV_TILES_OPS[bias])
+                       for ops in (CONV_TILES_OPS, SHARED_CONV_TILES_OPS) for bias, op in ops.items()}
 """The Helium schedules' `common_tails` choices: how a test's two fused calls (an interior pixel's on its inputs in
 place, a border pixel's on its copied window) become one after the test: only the input's address and row stride
 may differ, once the copied window is split into the other's rows; the call is then the bundle's one out-of-line
