@@ -34,13 +34,18 @@ pixel tiles take the layer (`pixel_tiles_take`, the kernel's own choice, which t
 generic kernel read int8 ones (widened, a 6-channel layer of dilation 2 on the runs 22,913 -> 23,252 instructions,
 one stepping two columns on the generic kernel 14,849 -> 15,368).
 
-Window form (from five channels, where the window steps more than one column or not a strip of two pixels'
-windows fits the band: `_geometry`): an interior pixel's pixel tiles read the image where it lies (no copy), a
-border pixel's a copy of its window on the stack (the image's taps, the padding's the input's zero point), in chunks
-of `window_chunk` channels where the whole window's would exceed BAND_BYTES (each chunk one pixel-tiles call; the
-last chunk may overlap the one before it). Where a layer took the generic kernel, one copy of the code per border
-case and channel at a time: cortex-m4f, mobilenet_v1_035_96_int8's 3x3 layers of 22, 89, 179 and 358 channels
-(stride 2, or strips of one pixel) 9.0-11.8 -> 4.2-5.2 instructions per MAC.
+Window form (from five channels, where the window steps more than one column or not one pixel's window fits the
+band: `_geometry`): each output pixel's pixel tiles read a copy of its window on the stack (its rows, or its taps,
+copied where they lie in the image, the padding's taps the input's zero point), in chunks of `window_chunk` channels
+where the whole window's would exceed BAND_BYTES (one pixel-tiles call a chunk; the last chunk may overlap the one
+before it); the interior pixels read the image where it lies instead where every pixel is interior (no band) or
+where the copies saved pay for the second inlined call's code at the code price (`interior_reads_pay`). Where the
+generic kernel ran these layers (one copy of the code per border case, a channel at a time): cortex-m4f,
+mobilenet_v1_035_96_int8's 3x3 layers (instructions per MAC; code of the kernel, B) over 24x24x22 stepping two
+columns 11.8 -> 4.2 (interior pixels reading the image; 532 -> 1,390), 6x6x89 stepping two 11.6 -> 5.3 (548 -> 974),
+6x6x179 11.2 -> 5.3 (1,008 -> 822), 3x3x179 stepping two 10.6 -> 5.3 (556 -> 828), 3x3x358 (60% of its taps in
+the image: WINDOW_INSIDE) 9.0 -> 5.1 (1,022 -> 838); the model 27,109,642 -> 23,300,002 instructions, code 13,044
+-> 14,312 B (its weights 3,222 B more: the 358 channels' widened to int16).
 
 The same sums of the same products and TFLite's double-rounding requantization: bit-exact.
 
@@ -62,6 +67,7 @@ from typing import Optional, Sequence
 from tvm import te, tirx
 
 from backends.bias_forms import BIAS_TYPES, by_bias
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers import DEPTHWISE_PIXEL_HELPERS
 from backends.cortex_m.helpers.depthwise_mac_c import WEIGHT_TAGS, dsp_depthwise_pixel_helper_name
 from backends.cortex_m.schedules.depthwise_tiles import DEPTHWISE_TILES_ACCESS, DSP_TILES_OPS
@@ -97,6 +103,13 @@ WINDOW_INSIDE = 1 / 2
 their padding's taps too, but at the interior's cost a tap, where the generic kernel skips them at several times
 that cost a tap (cortex-m4f, mobilenet_v1_035_96_int8's 3x3 layer over 3x3x358, 60% inside: 9.0 instructions per
 MAC on the generic kernel)."""
+COPY_BYTE_COST = 1.0
+"""The instructions a byte of a window's copy costs in the window form (cortex-m4f, mobilenet_v1_035_96_int8's 3x3
+layers stepping two columns: 202 instructions a pixel over 24x24x22, 800 over 6x6x89: copies of the window's rows,
+or its taps, of `<prefix>_copy_ascending` and the tests of their place)."""
+DIRECT_CODE_BYTES = 600
+"""The code the window form's second call (interior pixels reading the image, inlined) adds (cortex-m4f,
+mobilenet_v1_035_96_int8's: 466-696 B a kernel)."""
 RUN_CALL_COST = 1.2
 """A run's tile call's instructions in pixel tiles' tile calls (cortex-m4f, 3x3: 193-202 instructions a run's call
 over 12x12 pixels of 5-10 channels, its phase's address from the element; a pixel tile 164-175 over 25x5x30 and
@@ -193,9 +206,12 @@ def _geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int
         return None
     chunk = window_chunk(channels, kh, kw)
     if channels > LANES and chunk and (int(strides[1]) != 1 or strip_pixels(channels, kh, kw, dilation[1],
-                                                                             out_w) <= 1):
+                                                                             out_w) == 0):
+        interior = (interior_outputs(in_h, kh, strides[0], dilation[0], top, out_h)
+                    * interior_outputs(in_w, kw, strides[1], dilation[1], left, out_w))
         return _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, 1,
-                         column_stride=int(strides[1]), window=chunk)
+                         column_stride=int(strides[1]), window=chunk,
+                         direct=interior_reads_pay(interior, out_h * out_w, kh * kw * channels))
     if int(strides[1]) != 1 or share < INSIDE:
         return None
     used = channels // gcd(channels, LANES)  # the phases the runs' tiles start at (module docstring)
@@ -232,14 +248,7 @@ class _Geometry:
     runs: int = 0
     column_stride: int = 1
     window: int = 0
-
-    @property
-    def bordered(self) -> bool:
-        """Whether some output pixel's window (stepping `stride` rows, `column_stride` columns) leaves the image."""
-        def leaves(size: int, kernel: int, stride: int, dilation: int, before: int, outputs: int) -> bool:
-            return before > 0 or (outputs - 1) * stride - before + (kernel - 1) * dilation >= size
-        return (leaves(self.in_h, self.kh, self.stride, self.dilation[0], self.top, self.out_h)
-                or leaves(self.in_w, self.kw, self.column_stride, self.dilation[1], self.left, self.out_w))
+    direct: str = ""
 
     @property
     def band_pixels(self) -> int:
@@ -255,6 +264,22 @@ class _Geometry:
     def strips(self) -> int:
         """The bands of one output row (where `strip` does not divide out_w, some overlap the one before them)."""
         return -(-self.out_w // self.strip)
+
+
+def interior_outputs(size: int, kernel: int, stride: int, dilation: int, before: int, outputs: int) -> int:
+    """The outputs along an axis (arguments as `inside_share`'s) whose whole window lies on the axis."""
+    return sum(0 <= o * stride - before and o * stride - before + (kernel - 1) * dilation < size
+               for o in range(outputs))
+
+
+def interior_reads_pay(interior: int, pixels: int, window_bytes: int) -> str:
+    """How the window form's `interior` pixels (of `pixels`, each window `window_bytes` bytes) read their windows:
+    "only" where every pixel is interior (the image where it lies: no copy, no band), "image" where reading them
+    there rather than copying them saves more than the second inlined call's code costs at the code price
+    (COPY_BYTE_COST a byte, DIRECT_CODE_BYTES), else "" (every pixel's window copied: one call)."""
+    if interior == pixels:
+        return "only"
+    return "image" if interior * window_bytes * COPY_BYTE_COST > DIRECT_CODE_BYTES * INSTRUCTIONS_PER_BYTE else ""
 
 
 def window_chunk(channels: int, kh: int, kw: int) -> int:
@@ -377,12 +402,6 @@ def _window_kernel(g: _Geometry, op: str, input_zero_point: int, output_zero_poi
     def pixel(y: tirx.PrimExpr, x: tirx.PrimExpr) -> tirx.Stmt:
         row0, column0 = y * c(g.stride) - c(g.top), x * c(g.column_stride) - c(g.left)
         out = (y * c(g.out_w) + x) * c(channels)
-        rows, columns = (g.kh - 1) * g.dilation[0], (g.kw - 1) * g.dilation[1]
-        interior = tirx.all(row0 >= c(0), row0 + c(rows) < c(g.in_h), column0 >= c(0),
-                            column0 + c(columns) < c(g.in_w))
-        direct = call(out, element_address(source, (row0 * c(g.in_w) + column0) * c(channels)), c(0),
-                      (g.in_w * channels * g.dilation[0], channels * g.dilation[1], g.kw * channels, channels, g.kh,
-                       g.kw, channels))
 
         def part(j: tirx.PrimExpr) -> tirx.Stmt:
             first = tirx.min(j * c(chunk), c(channels - chunk)) if chunks > 1 else c(0)
@@ -395,13 +414,34 @@ def _window_kernel(g: _Geometry, op: str, input_zero_point: int, output_zero_poi
                     loop("i", chunk, lambda i: tirx.BufferStore(
                         band, tirx.BufferLoad(source, row_major_indices(source, start + i)), [at + i])),
                     loop("i", chunk, lambda i: tirx.BufferStore(band, zero_point, [at + i])))
-            return tirx.SeqStmt([loop("r", g.kh, lambda r: loop("k", g.kw, lambda k: tap(r, k))),
+            def band_row(r: tirx.PrimExpr) -> tirx.Stmt:
+                taps = loop("k", g.kw, lambda k: tap(r, k))
+                if chunk < channels or g.dilation[1] != 1:
+                    return taps
+                row = row0 + r * c(g.dilation[0])  # the row's taps one run of the image where they lie in it
+                start = (row * c(g.in_w) + column0) * c(channels)
+                return tirx.IfThenElse(
+                    tirx.all(row >= c(0), row < c(g.in_h), column0 >= c(0), column0 + c(g.kw - 1) < c(g.in_w)),
+                    loop("i", g.kw * channels, lambda i: tirx.BufferStore(
+                        band, tirx.BufferLoad(source, row_major_indices(source, start + i)),
+                        [r * c(g.kw * channels) + i])), taps)
+            return tirx.SeqStmt([loop("r", g.kh, band_row),
                                  call(out + first, element_address(band, c(0)), first,
                                       (g.kw * chunk, chunk, g.kw * channels, channels, g.kh, g.kw, chunk))])
-        return tirx.IfThenElse(interior, direct, loop("j", chunks, part)) if g.bordered else direct
+        copied = loop("j", chunks, part) if chunks > 1 else part(c(0))
+        if not g.direct:
+            return copied
+        rows, columns = (g.kh - 1) * g.dilation[0], (g.kw - 1) * g.dilation[1]
+        direct = call(out, element_address(source, (row0 * c(g.in_w) + column0) * c(channels)), c(0),
+                      (g.in_w * channels * g.dilation[0], channels * g.dilation[1], g.kw * channels, channels, g.kh,
+                       g.kw, channels))
+        if g.direct == "only":
+            return direct
+        return tirx.IfThenElse(tirx.all(row0 >= c(0), row0 + c(rows) < c(g.in_h), column0 >= c(0),
+                                        column0 + c(columns) < c(g.in_w)), direct, copied)
 
     pixels = loop("y", g.out_h, lambda y: loop("x", g.out_w, lambda x: pixel(y, x)))
-    return tirx.SeqStmt([tirx.AllocBuffer(band), pixels]) if g.bordered else pixels
+    return pixels if g.direct == "only" else tirx.SeqStmt([tirx.AllocBuffer(band), pixels])
 
 
 def _runs(g: _Geometry, c, loop, call, ins) -> tuple:
