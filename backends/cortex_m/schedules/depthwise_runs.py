@@ -231,7 +231,8 @@ class _Geometry:
     """A layer's shape as the kernel reads it: its input (in_h x in_w x channels), window (kh x kw, `dilation`
     (rows, columns) apart), padding ahead (top, left), row stride, output (out_h x out_w), the output pixels of
     one band (`strip`, out_w where the band holds whole rows) and the phases the runs lay out (`runs`; 0: pixel
-    tiles)."""
+    tiles); in the window form (`window`: the channels of one window copy, 0 for the other forms) its column stride
+    and how interior pixels read their windows (`direct`: `interior_reads_pay`'s "only", "image" or "")."""
 
     in_h: int
     in_w: int
