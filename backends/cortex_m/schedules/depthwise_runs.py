@@ -103,6 +103,16 @@ WINDOW_INSIDE = 1 / 2
 their padding's taps too, but at the interior's cost a tap, where the generic kernel skips them at several times
 that cost a tap (cortex-m4f, mobilenet_v1_035_96_int8's 3x3 layer over 3x3x358, 60% inside: 9.0 instructions per
 MAC on the generic kernel)."""
+GENERIC_PER_MAC = 10.5
+"""The generic kernel's instructions per MAC on the layers the window form takes, about the least measured
+(cortex-m4f, mobilenet_v1_030_80_int8's and mobilenet_v1_035_96_int8's 3x3 layers stepping two columns or over
+153-179 channels: 10.5-11.8; 9.0 over 3x3x358, of which 40% of the taps are padding the generic kernel skips)."""
+WINDOW_PER_MAC = 5.3
+"""The window form's instructions per MAC on those layers, about the most measured (4.0-5.4)."""
+WINDOW_CODE_BYTES = 400
+"""The code the window form adds against the generic kernel's, about the most measured where it copies every
+window (mobilenet_v1_030_80_int8's 3x3 layers stepping two columns over 10x10x38 +354 B, 2x2x153 +402 B; over
+5x5x153, stepping one column, -178 B: the generic kernel's border cases)."""
 COPY_BYTE_COST = 1.0
 """The instructions a byte of a window's copy costs in the window form (cortex-m4f, mobilenet_v1_035_96_int8's 3x3
 layers stepping two columns: 202 instructions a pixel over 24x24x22, 800 over 6x6x89: copies of the window's rows,
@@ -205,8 +215,8 @@ def _geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int
     if out_w * channels < LANES or share < WINDOW_INSIDE:
         return None
     chunk = window_chunk(channels, kh, kw)
-    if channels > LANES and chunk and (int(strides[1]) != 1 or strip_pixels(channels, kh, kw, dilation[1],
-                                                                             out_w) == 0):
+    if channels > LANES and chunk and window_pays(out_h * out_w * kh * kw * channels) and (
+            int(strides[1]) != 1 or strip_pixels(channels, kh, kw, dilation[1], out_w) == 0):
         interior = (interior_outputs(in_h, kh, strides[0], dilation[0], top, out_h)
                     * interior_outputs(in_w, kw, strides[1], dilation[1], left, out_w))
         return _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, 1,
@@ -265,6 +275,13 @@ class _Geometry:
     def strips(self) -> int:
         """The bands of one output row (where `strip` does not divide out_w, some overlap the one before them)."""
         return -(-self.out_w // self.strip)
+
+
+def window_pays(macs: int) -> bool:
+    """Whether the window form of a layer of `macs` MACs (padded taps count) saves more instructions per call than
+    its code costs over the generic kernel's at the code price: GENERIC_PER_MAC against WINDOW_PER_MAC a MAC, for
+    WINDOW_CODE_BYTES."""
+    return macs * (GENERIC_PER_MAC - WINDOW_PER_MAC) >= WINDOW_CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
 
 def interior_outputs(size: int, kernel: int, stride: int, dilation: int, before: int, outputs: int) -> int:

@@ -11,7 +11,8 @@ row of exactly one tile. Pixel tiles: 7, 21 and 30 channels (the last tile overl
 too). Window form (pixel tiles on a copy of each pixel's window, or of the border pixels' only): stepping two columns
 (6, 13, 45 and 11 channels; SAME and VALID, every pixel interior; a 5x5 window; dilation 2; a row stride of 1),
 windows copied in two chunks (179 and 130 channels; 45 at 5x5). A layer stepping two columns of too few channels and
-one whose dilated window lies mostly outside its image keep the generic kernel (of 3; of 5 and 10). The bundle's
+one whose dilated window lies mostly outside its image keep the generic kernel (of 3, and of 6 over too few MACs; of 5
+and 10). The bundle's
 self-test under QEMU compares every output with TFLite Micro's.
 """
 
@@ -66,14 +67,15 @@ PIXELS = (
     Case(42, (3, 3), (8, 11), dilation=2),  # strips of 4 pixels from 0, 3 and 7
 )
 WINDOWS = (
-    Case(6, (3, 3), (9, 9), strides=(2, 2)),  # stepping two columns, even: widened weights
-    Case(13, (3, 3), (7, 8), VALID, strides=(2, 2)),  # odd, every pixel interior
+    Case(6, (3, 3), (26, 26), strides=(2, 2)),  # stepping two columns, even: widened weights
+    Case(13, (3, 3), (17, 19), VALID, strides=(2, 2)),  # odd, every pixel interior
     Case(179, (3, 3), (4, 4)),  # stepping one column, not one pixel's window fits the band: two chunks of 92
     Case(45, (5, 5), (20, 20), strides=(2, 2)),  # 64 interior pixels read the image, the border two chunks of 24
     Case(130, (3, 3), (6, 7), strides=(1, 2)),  # ... of 68 (from 0 and 62, even), stepping two columns
-    Case(11, (3, 3), (9, 9), strides=(2, 2), dilation=2),  # dilated
+    Case(11, (3, 3), (18, 18), strides=(2, 2), dilation=2),  # dilated
 )
 GENERIC = (Case(3, (3, 3), (9, 9), strides=(2, 2)),  # stepping two columns, too few channels: the generic kernel
+           Case(6, (3, 3), (9, 9), strides=(2, 2)),  # ... too few MACs for the window form's code (window_pays)
            Case(5, (3, 3), (6, 6), dilation=3),  # 44% of its taps in the image (INSIDE): the generic kernel
            Case(10, (3, 3), (6, 6), dilation=3))  # ... of an even channel count: its weights int8
 
