@@ -1,15 +1,15 @@
 """ONNX's QLinearConv and QLinearMatMul and onnxruntime's QLinear operators (com.microsoft: QGemm, QLinearAdd,
-QLinearMul, QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool; no converter in TVM 0.27) as markers the
-int8 pass lowers.
+QLinearMul, QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool, QLinearSoftmax; no converter in TVM 0.27)
+as markers the int8 pass lowers.
 
 Each node becomes one ``call_dps_packed`` of a marker symbol whose argument tuple is the node's inputs in
 ONNX order (QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point[, B])
 followed by its geometry as data where it has one: QLinearConv's strides, pads (top, left, bottom, right) and
 dilations as ShapeExprs and the group count as a PrimValue; QLinearAveragePool's kernel, strides and pads as
-ShapeExprs and count_include_pad as a PrimValue. QGemm becomes the QLinearMatMul marker with its int32 C as a
+ShapeExprs and count_include_pad as a PrimValue (QLinearSoftmax: over the last axis only, no geometry). QGemm becomes the QLinearMatMul marker with its int32 C as a
 ninth operand (its constant B transposed here when transB is set). ``tvm_ext.transform.int8.onnx_qlinear``
 replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``, ``onnxruntime_elementwise``,
-``onnxruntime_pool``: onnxruntime's arithmetic); no marker reaches code generation. QLinearConcat needs none:
+``onnxruntime_pool``, ``onnxruntime_softmax``: onnxruntime's arithmetic); no marker reaches code generation. QLinearConcat needs none:
 onnxruntime requantizes each input as DequantizeLinear then QuantizeLinear would, so it becomes those and a
 Concat.
 """
@@ -30,7 +30,9 @@ QLINEAR_ADD = "tvm_ext.onnx_qlinear_add"
 QLINEAR_MUL = "tvm_ext.onnx_qlinear_mul"
 QLINEAR_AVERAGE_POOL = "tvm_ext.onnx_qlinear_average_pool"
 QLINEAR_GLOBAL_AVERAGE_POOL = "tvm_ext.onnx_qlinear_global_average_pool"
-MARKERS = (QLINEAR_CONV, QLINEAR_MATMUL, QLINEAR_ADD, QLINEAR_MUL, QLINEAR_AVERAGE_POOL, QLINEAR_GLOBAL_AVERAGE_POOL)
+QLINEAR_SOFTMAX = "tvm_ext.onnx_qlinear_softmax"
+MARKERS = (QLINEAR_CONV, QLINEAR_MATMUL, QLINEAR_ADD, QLINEAR_MUL, QLINEAR_AVERAGE_POOL, QLINEAR_GLOBAL_AVERAGE_POOL,
+           QLINEAR_SOFTMAX)
 CONV_OPERANDS = 9  # x .. y_zero_point, then B (or no B)
 
 
@@ -173,6 +175,21 @@ def qlinear_global_average_pool(bb: relax.BlockBuilder, inputs: Sequence[relax.E
                                  relax.TensorType([*x_shape[:2], 1, 1], inputs[4].ty.dtype))
 
 
+def qlinear_softmax(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
+    """QLinearSoftmax (com.microsoft: x, x_scale, x_zero_point, y_scale, y_zero_point; attributes axis, opset) over
+    the last axis as its marker; raises ValueError for another axis (onnxruntime transposes it last) and, before
+    opset 13, for an axis that does not leave one axis to reduce."""
+    x_shape = _shape(inputs[0])
+    opset = int(attrs.get("opset", 13))
+    axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
+    if len(x_shape) < 1 or axis % len(x_shape) != len(x_shape) - 1:
+        raise ValueError("QLinearSoftmax over another axis than the last is not converted")
+    if inputs[4] is None:
+        raise ValueError("QLinearSoftmax without y_zero_point is not converted")
+    return relax.call_dps_packed(QLINEAR_SOFTMAX, relax.Tuple(list(inputs[:5])),
+                                 relax.TensorType(x_shape, inputs[4].ty.dtype))
+
+
 def qlinear_concat(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
     """QLinearConcat (com.microsoft: y_scale, y_zero_point, then (x, x_scale, x_zero_point) per input) as each
     input requantized (dequantized, then quantized to the output's parameters) and concatenated."""
@@ -204,4 +221,5 @@ CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None],
     "QLinearAveragePool": qlinear_average_pool,
     "QLinearGlobalAveragePool": qlinear_global_average_pool,
     "QLinearConcat": qlinear_concat,
+    "QLinearSoftmax": qlinear_softmax,
 }
