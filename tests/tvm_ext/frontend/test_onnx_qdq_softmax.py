@@ -18,9 +18,10 @@ from tvm_ext.compile import compile
 ONNX_TYPE = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8}
 
 
-def _qdq_softmax(path, shape: tuple, dtype, x: tuple, y: tuple, axis: int = -1) -> None:
-    """Integer input of ``shape`` and ``dtype``, dequantized by ``x`` (scale, zero point), Softmax over ``axis``,
-    quantized by ``y`` (scale, zero point) to the same type."""
+def _qdq_softmax(path, shape: tuple, dtype, x: tuple, y: tuple, axis: int = -1, opset: int = 13) -> None:
+    """Integer input of ``shape`` and ``dtype``, dequantized by ``x`` (scale, zero point), Softmax over ``axis``
+    (before opset 13: over the axes from ``axis`` on, flattened), quantized by ``y`` (scale, zero point) to the
+    same type."""
     constants = [numpy_helper.from_array(np.array(x[0], np.float32), "x_scale"),
                  numpy_helper.from_array(np.array(x[1], dtype), "x_zero_point"),
                  numpy_helper.from_array(np.array(y[0], np.float32), "y_scale"),
@@ -31,16 +32,20 @@ def _qdq_softmax(path, shape: tuple, dtype, x: tuple, y: tuple, axis: int = -1) 
     onnx_type = ONNX_TYPE[np.dtype(dtype)]
     graph = helper.make_graph(nodes, "qdq_softmax", [helper.make_tensor_value_info("x", onnx_type, shape)],
                               [helper.make_tensor_value_info("y", onnx_type, shape)], constants)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), str(path))
 
 
-# shape, dtype, x (scale, zero point), y (scale, zero point)
+# shape, dtype, x (scale, zero point), y (scale, zero point)[, axis, opset]
 CASES = {
     # quantize_static's softmax output: 1/255 from -128 (a PyTorch attention map of 2 heads over 24 tokens)
     "attention_int8": ((1, 2, 24, 24), np.int8, (0.01575687, 1), (1 / 255, -128)),
     # 1/256: floor(1 / y_scale) is 256, a certain output 128 past 127, which onnxruntime saturates
     "int8_scale_256": ((3, 37), np.int8, (0.09, -4), (1 / 256, -128)),
     "uint8_odd_length": ((5, 13), np.uint8, (0.031, 128), (1 / 256, 0)),
+    # over the channels of NCHW: onnxruntime moves the axis last and back (opset 13), or flattens the axes from it
+    # on into one (opset 11)
+    "int8_channel_axis": ((1, 7, 3, 5), np.int8, (0.05, 2), (1 / 256, -128), 1, 13),
+    "int8_flattened_opset_11": ((1, 7, 3, 5), np.int8, (0.05, 2), (1 / 256, -128), 1, 11),
 }
 
 
@@ -62,8 +67,8 @@ def _one_hot_rows_first(shape: tuple, dtype):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_qdq_softmax_equals_onnxruntime(tmp_path, case):
-    shape, dtype, x, y = CASES[case]
+    shape, dtype, x, y, *axis_and_opset = CASES[case]
     path = tmp_path / f"{case}.onnx"
-    _qdq_softmax(path, shape, dtype, x, y)
+    _qdq_softmax(path, shape, dtype, x, y, *axis_and_opset)
     bundle = compile(path, "lowpower", tmp_path / "out")
     assert mismatches(bundle, path, 50, _one_hot_rows_first(shape, dtype)) == []

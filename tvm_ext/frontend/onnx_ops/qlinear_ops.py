@@ -6,7 +6,7 @@ Each node becomes one ``call_dps_packed`` of a marker symbol whose argument tupl
 ONNX order (QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point[, B])
 followed by its geometry as data where it has one: QLinearConv's strides, pads (top, left, bottom, right) and
 dilations as ShapeExprs and the group count as a PrimValue; QLinearAveragePool's kernel, strides and pads as
-ShapeExprs and count_include_pad as a PrimValue (QLinearSoftmax: over the last axis only, no geometry). QGemm becomes the QLinearMatMul marker with its int32 C as a
+ShapeExprs and count_include_pad as a PrimValue (QLinearSoftmax's marker reduces the last axis). QGemm becomes the QLinearMatMul marker with its int32 C as a
 ninth operand (its constant B transposed here when transB is set). ``tvm_ext.transform.int8.onnx_qlinear``
 replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``, ``onnxruntime_elementwise``,
 ``onnxruntime_pool``, ``onnxruntime_softmax``: onnxruntime's arithmetic); no marker reaches code generation. QLinearConcat needs none:
@@ -176,18 +176,29 @@ def qlinear_global_average_pool(bb: relax.BlockBuilder, inputs: Sequence[relax.E
 
 
 def qlinear_softmax(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
-    """QLinearSoftmax (com.microsoft: x, x_scale, x_zero_point, y_scale, y_zero_point; attributes axis, opset) over
-    the last axis as its marker; raises ValueError for another axis (onnxruntime transposes it last) and, before
-    opset 13, for an axis that does not leave one axis to reduce."""
-    x_shape = _shape(inputs[0])
-    opset = int(attrs.get("opset", 13))
-    axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
-    if len(x_shape) < 1 or axis % len(x_shape) != len(x_shape) - 1:
-        raise ValueError("QLinearSoftmax over another axis than the last is not converted")
+    """QLinearSoftmax (com.microsoft: x, x_scale, x_zero_point, y_scale, y_zero_point; attributes axis, opset) as
+    its marker, which reduces the last axis: another axis is moved last and back (as onnxruntime transposes it
+    from opset 13 on), or, before opset 13, the axes from it on are flattened into one."""
     if inputs[4] is None:
         raise ValueError("QLinearSoftmax without y_zero_point is not converted")
-    return relax.call_dps_packed(QLINEAR_SOFTMAX, relax.Tuple(list(inputs[:5])),
-                                 relax.TensorType(x_shape, inputs[4].ty.dtype))
+    x, x_shape = inputs[0], _shape(inputs[0])
+    rank = len(x_shape)
+    opset = int(attrs.get("opset", 13))
+    axis = int(attrs.get("axis", -1 if opset >= 13 else 1)) % max(rank, 1)
+
+    def marker(value: relax.Expr, shape: list[int]) -> relax.Expr:
+        return relax.call_dps_packed(QLINEAR_SOFTMAX, relax.Tuple([value, *inputs[1:5]]),
+                                     relax.TensorType(shape, inputs[4].ty.dtype))
+
+    if axis == rank - 1 or rank == 0:
+        return marker(x, x_shape)
+    if opset < 13:
+        flat = [int(np.prod(x_shape[:axis])), int(np.prod(x_shape[axis:]))]
+        return relax.op.reshape(bb.normalize(marker(bb.normalize(relax.op.reshape(x, flat)), flat)), x_shape)
+    order = list(range(rank))
+    order[axis], order[-1] = order[-1], order[axis]
+    moved = bb.normalize(marker(bb.normalize(relax.op.permute_dims(x, order)), [x_shape[i] for i in order]))
+    return relax.op.permute_dims(moved, order)
 
 
 def qlinear_concat(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
