@@ -6,11 +6,11 @@ Each node becomes one ``call_dps_packed`` of a marker symbol whose argument tupl
 ONNX order (QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point[, B])
 followed by its geometry as data where it has one: QLinearConv's strides, pads (top, left, bottom, right) and
 dilations as ShapeExprs and the group count as a PrimValue; QLinearAveragePool's kernel, strides and pads as
-ShapeExprs and count_include_pad as a PrimValue (QLinearSoftmax's marker reduces the last axis). QGemm becomes the QLinearMatMul marker with its int32 C as a
-ninth operand (its constant B transposed here when transB is set). ``tvm_ext.transform.int8.onnx_qlinear``
-replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``, ``onnxruntime_elementwise``,
-``onnxruntime_pool``, ``onnxruntime_softmax``: onnxruntime's arithmetic); no marker reaches code generation. QLinearConcat needs none:
-onnxruntime requantizes each input as DequantizeLinear then QuantizeLinear would, so it becomes those and a
+ShapeExprs and count_include_pad as a PrimValue. QLinearSoftmax's marker reduces the last axis. QGemm becomes
+the QLinearMatMul marker with its int32 C as a ninth operand (its constant B transposed here when transB is set).
+``tvm_ext.transform.int8.onnx_qlinear`` replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``,
+``onnxruntime_elementwise``, ``onnxruntime_pool``, ``onnxruntime_softmax``: onnxruntime's arithmetic); no marker
+reaches code generation. QLinearConcat needs none: onnxruntime requantizes each input as DequantizeLinear then QuantizeLinear would, so it becomes those and a
 Concat.
 """
 

@@ -6,7 +6,8 @@ QLinearSoftmax of ``tvm_ext.kernels.onnxruntime_softmax``.
 
 The marker's tensor operands are the node's inputs: constants stay Relax constants, the others must be
 tensors the pass has lowered (a model input, or an integer result of another kernel). The elementwise,
-pooling and softmax operators need constant scales and zero points (the kernels' parameters are computed at compile time)."""
+pooling and softmax operators need constant scales and zero points (the kernels' parameters are computed at
+compile time)."""
 
 from __future__ import annotations
 
