@@ -10,8 +10,8 @@ ShapeExprs and count_include_pad as a PrimValue. QLinearSoftmax's marker reduces
 the QLinearMatMul marker with its int32 C as a ninth operand (its constant B transposed here when transB is set).
 ``tvm_ext.transform.int8.onnx_qlinear`` replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``,
 ``onnxruntime_elementwise``, ``onnxruntime_pool``, ``onnxruntime_softmax``: onnxruntime's arithmetic); no marker
-reaches code generation. QLinearConcat needs none: onnxruntime requantizes each input as DequantizeLinear then QuantizeLinear would, so it becomes those and a
-Concat.
+reaches code generation. QLinearConcat needs none: onnxruntime requantizes each input as DequantizeLinear then
+QuantizeLinear would, so it becomes those and a Concat.
 """
 
 from __future__ import annotations
