@@ -419,6 +419,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
+        # ... and on Helium each product one out-of-line call over TFLite's rows (its rows MAC), where each gate's or
+        # filter tile's product had an inlined dual MAC (cortex-m55 kws_lstm_40x16_int8: eight inlined copies)
+        whole_gate_rows=has_mve(profile),
         # an SVDF's time product unit after unit, one row dot product each, requantized from a register (measured on
         # cortex-m4f: keyword_scrambled 53,398 -> 49,221 instructions, _8bit 52,648 -> 48,982; on cortex-m55 for an
         # int16 state, 36,107 -> 32,059, while Helium's row dot product of four int8 rows stays faster: 28,036
