@@ -18,7 +18,7 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helpers_c, depthwise_pixel_helpers_c,
-                                      depthwise_spread_helpers_c, helium_float_c, helium_helpers_c,
+                                      depthwise_spread_helpers_c, helium_float_c, helium_helpers_c, helium_mac_rows_c,
                                       pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HELIUM_BATCH_MATMUL_TEMPLATE,
@@ -376,6 +376,8 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            HELIUM_MACRO),
                           ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_max_s8_helper_c(prefix),
                            HELIUM_MACRO),
+                          ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_mac_rows_c(prefix),
+                           HELIUM_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix)
                            + pool_columns_helper_c(prefix) + pool_average_helper_c(prefix), None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pointwise_few_helper_c(prefix),
@@ -388,7 +390,7 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
                               "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m55-helium-batch-matmul",
-                              "cortex-m55-helium-max",
+                              "cortex-m55-helium-max", "cortex-m55-helium-mac-rows",
                               "cortex-m4f-pool-sums",
                               "cortex-m4f-pointwise-few",
                               "cortex-m4f-depthwise-spread", "cortex-m4f-depthwise-pair",
