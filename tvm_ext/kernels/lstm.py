@@ -311,10 +311,10 @@ def interleave_gate_weights(weights: np.ndarray) -> np.ndarray:
 
 
 def interleaves(units: int, depth: int, zero_points_folded: bool, weight_zero_points: tuple[int, ...]) -> bool:
-    """Whether the products of an LSTM of ``depth`` inputs and ``units`` units take interleaved weights where a
-    backend asks for them: raw int8 values multiplied (the input and hidden zero points folded into the offsets,
-    every weight zero point 0); units and inputs that are not whole tiles and groups are padded to them
-    (``interleave_gate_weights``)."""
+    """Whether the products of an LSTM of ``depth`` inputs and ``units`` units take interleaved weights (or whole
+    gates in rows) where a backend asks for them: raw int8 values multiplied (the input and hidden zero points folded
+    into the offsets, every weight zero point 0); units and inputs that are not whole tiles and groups are padded to
+    them (``interleave_gate_weights``; rows: the units only, ``tvm_ext.kernels.extern_mac.rows_padded``)."""
     return units > 0 and depth > 0 and zero_points_folded and not any(weight_zero_points)
 
 
