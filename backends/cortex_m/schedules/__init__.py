@@ -364,7 +364,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     batch matmul helper's calls on DSP cores without MVE and its Helium twin's on cores with MVE (`batch_matmul`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
-    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
+    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`), on cores with MVE each
+    recurrent cell's product one call of the rows MAC over TFLite's rows (`extern_helpers`); on DSP cores without
     MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`),
     and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on cores with the DSP extension
     (MVE's too), int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
