@@ -13,7 +13,8 @@ extra byte each (``tvm_ext.transform.int8.lowering.widen_gate_weights``); else w
 (``tvm_ext.kernels.extern_mac.rows_padded``; its MAC count likewise), each gate's product one block over all of
 them. Its PrimFunc is marked with ``STATE_OPERANDS_ATTR`` (the hidden and cell state operands: the plan makes them
 the bundle's static state, ``H0`` and ``C0`` their reset values; the kernel rewrites them in place) and opaque, so
-that fusion never turns a state into a kernel-local buffer. The scales are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
+that fusion never turns a state into a kernel-local buffer. The scales are TFLM's
+(``tvm_ext.kernels.lstm.lstm_params``).
 """
 
 from __future__ import annotations
