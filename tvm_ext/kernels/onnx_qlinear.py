@@ -197,8 +197,9 @@ def qlinear_matmul(
 
 
 def _along(tensor: te.Tensor, index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
-    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index``."""
-    return _per_channel(tensor, index[axis])
+    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index`` (empty
+    for a scalar's, whose quantization is per tensor)."""
+    return _per_channel(tensor, index[axis]) if index else _scalar(tensor)
 
 
 def quantize_linear(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor, *, axis: int) -> te.Tensor:

@@ -367,7 +367,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     batch matmul helper's calls on DSP cores without MVE and its Helium twin's on cores with MVE (`batch_matmul`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
-    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
+    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`), on cores with MVE each
+    recurrent cell's product one call of the rows MAC over TFLite's rows (`extern_helpers`); on DSP cores without
     MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`),
     and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on cores with the DSP extension
     (MVE's too), int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
@@ -422,6 +423,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
+        # ... and on Helium each product one out-of-line call over TFLite's rows (its rows MAC), where each gate's or
+        # filter tile's product had an inlined dual MAC (cortex-m55 kws_lstm_40x16_int8: eight inlined copies)
+        whole_gate_rows=has_mve(profile),
         # an SVDF's time product unit after unit, one row dot product each, requantized from a register (measured on
         # cortex-m4f: keyword_scrambled 53,398 -> 49,221 instructions, _8bit 52,648 -> 48,982; on cortex-m55 for an
         # int16 state, 36,107 -> 32,059, while Helium's row dot product of four int8 rows stays faster: 28,036

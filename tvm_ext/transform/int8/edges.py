@@ -59,7 +59,8 @@ def onnx_edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedC
     if mismatch is not None:
         return mismatch
     kernel = quantize_linear if kind == "QUANTIZE" else dequantize_linear
-    axis = int(call.attrs.axis) % len(call.args[0].ty.shape.values)
+    rank = len(call.args[0].ty.shape.values)
+    axis = int(call.attrs.axis) % rank if rank else 0  # a scalar's scale and zero point are per tensor
     return FixedCall(KernelCall(kind, call, kernel, tuple(operands), {"axis": axis}))
 
 
