@@ -110,22 +110,22 @@ def depthwise16_helper_name(prefix: str, kind: str) -> str:
     return f"{prefix}_depthwise_{kind}_s8x16"
 
 
-def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+def conv_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`."""
-    return bias_form(f"{prefix}_conv_tiles_s8", bias)
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_conv_tiles{'_lut' if table else ''}_s8", bias)
 
 
-def shared_conv_tiles_helper_name(prefix: str, bias: str) -> str:
+def shared_conv_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused channel tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`."""
-    return bias_form(f"{prefix}_conv_tiles_shared_s8", bias)
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_conv_tiles_shared{'_lut' if table else ''}_s8", bias)
 
 
-def shared_pair_tiles_helper_name(prefix: str, bias: str) -> str:
+def shared_pair_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused pair tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`."""
-    return bias_form(f"{prefix}_pair_tiles_shared_s8", bias)
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_pair_tiles_shared{'_lut' if table else ''}_s8", bias)
 
 
 def choose_helper_name(prefix: str) -> str:

@@ -121,6 +121,7 @@ from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernel
 from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIUM_EPILOGUE, may_shift_left,
                                                               requantize_epilogue_calls, with_left_shifts_recorded)
 from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, shared_conv_tiles
+from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise, pixel_tiles_take
@@ -278,7 +279,9 @@ class HeliumMacSchedules(DualMacSchedules):
         pair's channel tiles as one call of their out-of-line copy (`pair_tiles.HELIUM_PAIR_TILES`), each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
         channel-tiles helper (`conv_tiles`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
-        connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, a padded
+        connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, each
+        test that goes one way at every iteration reaching it reduced to that branch (`unreached_branches`: a padded
+        convolution's interior pixel that no pair covers, where the pairs cover them all), then a padded
         float reduction's tiles whose window lies inside the image as calls of the float MAC
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
         activation as one call of the float epilogue (`helium_float.float_epilogue_calls`); last, a statement both
@@ -291,7 +294,7 @@ class HeliumMacSchedules(DualMacSchedules):
         requantization may shift left (`requantize_epilogue.may_shift_left`: TFLite's double rounding, not its
         right-shift-only variants) calls the no-op that has its bundle define the vector requantization's VSHL by
         positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out."""
-        floats = float_epilogue_calls(padded_float_calls(func))
+        floats = float_epilogue_calls(padded_float_calls(unreached_branches(func)))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
         tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
