@@ -30,6 +30,7 @@ from backends.code_price import INSTRUCTIONS_PER_BYTE
 from packager.fixed_point_c import REQUANTIZE_OPS
 from tvm_ext.layers import (BROADCAST_LOOKUP_ATTR, CONSTANT_RANGES_ATTR, ELEMENTWISE_LOOKUP_ATTR, INDEX_GUARDS_ATTR,
                             OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR)
+from tvm_ext.tir.helper_access import Arg, helper_access
 from tvm_ext.tir.kernel_names import constant_roles
 from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
@@ -56,8 +57,26 @@ CALL_ARGUMENT_BYTES = 4
 """Code bytes of one more pointer argument at a call (one address load into a register)."""
 
 
+def helper_value_arguments(call) -> tuple[int, ...]:
+    """The positions of `call`'s *value* arguments, if it is a call of a backend helper whose access is registered
+    (tvm_ext.tir.helper_access): its int32 immediates that are neither a pointer the access names nor a size or
+    stride its axes read (a zero point, an offset), which the helper's C takes as run-time parameters and which
+    no bound of its memory access depends on. Empty for any other call."""
+    if not (isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op)):
+        return ()
+    access = helper_access(call.op.name)
+    if access is None:
+        return ()
+    named = {reach.argument for reach in access.pointers}
+    named |= {size.index for reach in access.pointers for axis in reach.axes for size in (axis.extent, axis.stride)
+              if isinstance(size, Arg)}
+    return tuple(k for k, arg in enumerate(call.args)
+                 if k not in named and isinstance(arg, tirx.IntImm) and _int32(arg))
+
+
 def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
-    """`stmt` with `rewrite(value)` for each stored value, inside blocks too (stores in source order)."""
+    """`stmt` with `rewrite(value)` for each stored value, inside blocks too, and for each value argument of an
+    evaluated helper call (`helper_value_arguments`), in source order."""
     if isinstance(stmt, s_tir.SBlockRealize):
         block = _map_stores(stmt.block, rewrite)
         return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
@@ -69,6 +88,12 @@ def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
     if isinstance(stmt, tirx.BufferStore):
         value = rewrite(stmt.value)
         return stmt if value.same_as(stmt.value) else tirx.BufferStore(stmt.buffer, value, stmt.indices)
+    if isinstance(stmt, tirx.Evaluate) and helper_value_arguments(stmt.value):
+        call, positions = stmt.value, helper_value_arguments(stmt.value)
+        args = [rewrite(arg) if k in positions else arg for k, arg in enumerate(call.args)]
+        if all(new.same_as(old) for new, old in zip(args, call.args)):
+            return stmt
+        return tirx.Evaluate(tvm.ir.Call(call.op, args, call.attrs, ret_ty=call.ty))
     return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite))
 
 
@@ -181,16 +206,25 @@ def variable_immediates(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, tuple[int, 
     return _with_immediates(func, masked), tuple(values)
 
 
+def _valued(stmt) -> bool:
+    """Whether `stmt` is a store or a helper call with value arguments: a statement whose immediates vary
+    (`_map_stores`)."""
+    return isinstance(stmt, tirx.BufferStore) or (isinstance(stmt, tirx.Evaluate)
+                                                  and bool(helper_value_arguments(stmt.value)))
+
+
 def _store_nodes(func: tirx.PrimFunc) -> int:
-    """The expression nodes of `func`'s stored values: its code size in `BYTES_PER_NODE` units (an estimate)."""
-    return sum(sum(1 for _ in walk(node.value)) for node in walk(func.body) if isinstance(node, tirx.BufferStore))
+    """The expression nodes of `func`'s stored values and helper calls (`_valued`): its code size in
+    `BYTES_PER_NODE` units (an estimate)."""
+    return sum(sum(1 for _ in walk(node.value)) for node in walk(func.body) if _valued(node))
 
 
 def constant_loads(shared: tirx.PrimFunc) -> int:
-    """The loads of `shared`'s constants one call runs: each store's loads of the CONSTANTS_ROLE buffer times the
-    iterations of the loops around it (constant extents; a loop of another extent counted once)."""
+    """The loads of `shared`'s constants one call runs: each store's or helper call's (`_valued`) loads of the
+    CONSTANTS_ROLE buffer times the iterations of the loops around it (constant extents; a loop of another extent
+    counted once)."""
     def count(stmt, iterations: int) -> int:
-        if isinstance(stmt, tirx.BufferStore):
+        if _valued(stmt):
             return iterations * sum(1 for node in walk(stmt.value)
                                     if isinstance(node, tvm.ir.TensorLoad) and node.source.name == CONSTANTS_ROLE)
         if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm):

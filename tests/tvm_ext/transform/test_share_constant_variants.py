@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import tvm
 import tvm_ffi
 from tvm import relax, s_tir, te, tirx
 
 from tvm_ext.layers import OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR
+from tvm_ext.tir.tir_walk import walk
 from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
                                                        in_first_read_order, share_constant_variants,
                                                        variable_immediates)
@@ -233,3 +235,60 @@ def test_constant_loads_count_loop_iterations() -> None:
     constants = te.placeholder((2,), "int32", name=CONSTANTS_ROLE)
     out = te.compute((8,), lambda i: x[i].astype("int32") * constants[0] + constants[1], name="out")
     assert constant_loads(te.create_prim_func([x, constants, out])) == 16
+
+
+def _tiles_call(zero_point: int, channels: int = 4):
+    """A TE kernel of one call of the fused channel tiles' op (``conv_tiles_s8``: out, x, w, bias, multiplier,
+    shift, then the input's zero point and the window's sizes) over 16 int8 inputs, `channels` outputs."""
+    from backends.cortex_m.schedules.conv_tiles import CONV_TILES_OPS
+    from tvm_ext.tir.extern_stage import element_address, extern_from_zero
+
+    def kernel(x: te.Tensor, w: te.Tensor, bias: te.Tensor, multiplier: te.Tensor, shift: te.Tensor) -> te.Tensor:
+        def build(ins, outs):
+            zero = tirx.const(0, "int32")
+            addresses = [element_address(buffer, zero) for buffer in (outs[0], *ins)]
+            return tirx.Evaluate(tirx.call_intrin("int32", CONV_TILES_OPS["int32"], *addresses, zero_point, 0, 16, 1,
+                                                  16, channels))
+        return extern_from_zero([channels], [x, w, bias, multiplier, shift], build, "tiles")
+    return kernel
+
+
+def _tiles_module(calls) -> tvm.IRModule:
+    """main(x) calling one fused tiles kernel per (zero point, channels) of `calls` on x with its own constants."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((16,), "int8"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            results = []
+            for zero_point, channels in calls:
+                constants = [relax.const(np.full(shape, 1, dtype)) for shape, dtype in (
+                    ((channels * 16,), "int8"), ((channels,), "int32"), ((channels,), "int32"), ((channels,), "int8"))]
+                results.append(bb.emit_te(_tiles_call(zero_point, channels), x, *constants,
+                                          primfunc_name_hint="fully_connected"))
+            out = bb.emit_output(relax.Tuple(results))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_helper_calls_share_their_value_arguments() -> None:
+    """Before: three fused tiles kernels of one window, their input zero points 3, -4 and 9 (a helper call's value
+    argument: neither an address nor a size its access reads). Expected: one kernel, each call passing its zero
+    point in `constants`; the window's sizes stay immediates."""
+    mod = share_constant_variants(_tiles_module([(3, 4), (-4, 4), (9, 4)]))
+    calls = _called(mod)
+    assert len({name for name, _ in calls}) == 1
+    assert [list(operand.value.numpy()) for _, operand in calls] == [[3], [-4], [9]]
+    [call] = [n for n in walk(mod[calls[0][0]].body) if isinstance(n, tvm.ir.Call) and n.op.name.endswith("s8")]
+    assert isinstance(call.args[6], tvm.ir.TensorLoad) and call.args[6].source.name == CONSTANTS_ROLE
+    assert [int(arg) for arg in call.args[7:]] == [0, 16, 1, 16, 4]
+
+
+def test_helper_call_sizes_stay_immediates() -> None:
+    """Before: two fused tiles kernels of one zero point, 4 and 8 channels (a size the helper's access reads).
+    Expected: no group: sizes are the kernels' own."""
+    funcs = {f"k{i}": te.create_prim_func([*inputs, _tiles_call(3, channels)(*inputs)])
+             for i, channels in enumerate((4, 8))
+             for inputs in [[te.placeholder(shape, dtype) for shape, dtype in (
+                 ((16,), "int8"), ((channels * 16,), "int8"), ((channels,), "int32"), ((channels,), "int32"),
+                 ((channels,), "int8"))]]}
+    assert constant_groups(funcs) == []
