@@ -102,10 +102,19 @@ def _funcs(kernels) -> dict:
     return funcs
 
 
-def test_index_offsets_are_not_constants() -> None:
-    """Before: x[i + 1] * 3 + 5 and x[i + 2] * 3 + 5 (equal but for a load's index offset). Expected: no group,
-    where masking the offset would have read x[i + constants[0]], an index index_checks cannot bound."""
-    assert constant_groups(_funcs([_indexed(1, 3), _indexed(2, 3)])) == []
+def test_index_offsets_are_not_values() -> None:
+    """Before: x[i + 1] * 3 + 5 and x[i + 2] * 3 + 5 (equal but for a load's index offset). Expected: no group of
+    values; one group of index offsets, its one slot the offset."""
+    funcs = _funcs([_indexed(1, 3), _indexed(2, 3)])
+    assert constant_groups(funcs) == []
+    groups = constant_groups(funcs, offsets=True)
+    assert [(g.names, g.values, g.offsets) for g in groups] == [(("k0", "k1"), {"k0": (1,), "k1": (2,)}, True)]
+
+
+def test_index_offsets_vary_alone() -> None:
+    """Before: x[i + 1] * 3 + 5 and x[i + 2] * 7 + 5 (an index offset and a scale vary). Expected: no group of
+    index offsets: with two slots, the range of the constants' values would not bound the index by a member's."""
+    assert constant_groups(_funcs([_indexed(1, 3), _indexed(2, 7)]), offsets=True) == []
 
 
 def test_index_offset_stays_where_values_vary() -> None:
@@ -199,12 +208,13 @@ def test_operands_named_by_position_keep_their_order() -> None:
 
 
 def test_small_kernels_are_not_shared() -> None:
-    """A kernel whose code is smaller than the arrays its calls would carry stays one kernel a call."""
+    """Kernels whose code is smaller than the arrays and arguments their calls would carry (two kernels of one
+    loop of x * scale, each called twice) stay one kernel each."""
     def tiny(scale: int):
         return lambda x: te.compute(x.shape, lambda i: x[i].astype("int32") * scale, name="tiny")
 
-    mod = share_constant_variants(_module([tiny(3), tiny(7)]))
-    assert len({name for name, _ in _called(mod)}) == 2
+    mod = share_constant_variants(_module([tiny(3), tiny(7), tiny(3), tiny(7)]))
+    assert [name for name, _ in _called(mod)] == ["chain", "chain1", "chain", "chain1"]
 
 
 def test_unrolled_gru_steps_share_kernels(compiled) -> None:
@@ -222,11 +232,19 @@ def test_unrolled_gru_steps_share_kernels(compiled) -> None:
 
 
 def test_constant_loads_weigh_against_the_code_saved() -> None:
-    """Two kernels of 100 expression nodes and one slot: shared at 24 loads of the constant a call (a GRU gate's
-    loop), not at 100,000 (a loop over a large tensor: more instructions than the code saved is worth)."""
+    """Two kernels of 200 B, one slot, a call each: shared at 24 loads of the constant a call (a GRU gate's loop),
+    not at 100,000 (a loop over a large tensor: more instructions than the code saved is worth)."""
     group = Group(("a", "b"), {0: 0}, {"a": (1,), "b": (2,)})
-    assert group.pays(100, 24)
-    assert not group.pays(100, 100_000)
+    assert group.pays(200, 24, calls=2)
+    assert not group.pays(200, 100_000, calls=2)
+
+
+def test_every_call_pays_its_argument() -> None:
+    """Two kernels of 40 B, one slot: shared where each is called once (40 B saved against two arrays and two
+    arguments), not where each is called ten times (twenty calls' arguments weigh more than one kernel)."""
+    group = Group(("a", "b"), {0: 0}, {"a": (1,), "b": (2,)})
+    assert group.pays(40, 1, calls=2)
+    assert not group.pays(40, 1, calls=20)
 
 
 def test_constant_loads_count_loop_iterations() -> None:
