@@ -395,11 +395,10 @@ def _calls(main: relax.Function):
                 yield binding
 
 
-def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
-    """`mod` with each paying group of kernels `main` calls (`constant_groups` of their inputs in first-read order,
+def _paying_groups(mod: tvm.IRModule) -> tuple[list[tuple[Group, tirx.PrimFunc]], dict[str, tuple[int, ...]]]:
+    """Each paying group of the kernels `main` calls (`constant_groups` of their inputs in first-read order,
     `in_first_read_order`, then of the kernels left with their index offsets too; `Group.pays` priced for all the
-    calls of its members) replaced by one shared kernel (`shared_kernel`, named after the group's
-    first), each call passing its operands in that order and its constants' array."""
+    calls of its members) with its shared kernel (`shared_kernel`), and each kernel's input order."""
     main = mod["main"]
     funcs, orders, operands_of = {}, {}, {}
     for binding in _calls(main):
@@ -420,6 +419,21 @@ def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
                 funcs[first], [operands_of[first][k] for k in orders[first]]))
             if group.pays(kernel_bytes(funcs[first]), constant_loads(kernel), sum(calls[n] for n in group.names)):
                 shared.append((group, kernel))
+    return shared, orders
+
+
+def shared_groups(mod: tvm.IRModule) -> list[tuple[str, ...]]:
+    """The kernels (PrimFunc names, call order) of each group `share_constant_variants` would make of `mod`'s: for a
+    choice made per kernel (a backend's `bundle_choice`) to see each such group as the one kernel it becomes."""
+    return [group.names for group, _ in _paying_groups(mod)[0]]
+
+
+def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
+    """`mod` with each paying group of kernels `main` calls (`_paying_groups`) replaced by one shared kernel
+    (`shared_kernel`, named after the group's first), each call passing its operands in that order and its
+    constants' array."""
+    main = mod["main"]
+    shared, orders = _paying_groups(mod)
     if not shared:
         return mod
     group_of = {name: group for group, _ in shared for name in group.names}
