@@ -12,8 +12,17 @@ call (`_SHIFT_KEPT`): its helper folds its nudge and shift with it, so kernels o
 direction of a shift and the other choices made from the constants (the helper's form, `right_shift_only`) are the
 call's operator, part of the template.
 
-A group is shared only where that pays at the code price (`Group.pays`): the code of the kernels dropped, less the
-constants' arrays and each call's extra argument, against the loads of the constants every call runs.
+A scheduled kernel that calls a backend helper has positions in its call too: the helper's *value* arguments
+(`helper_value_arguments`: int32 immediates that are neither an address nor a size its registered access reads,
+such as an input zero point), so the per-step fully connected kernels of an unrolled GRU, equal but for their input
+zero point, share one. The kernels left unshared are grouped once more with their loads' index offsets as positions
+too (`variable_immediates(offsets=True)`; one slot only, whose range over the calls index_checks bounds each index
+by): an UNPACK's pieces that stay copies (unaligned for a view) share one kernel.
+
+A group is shared only where that pays at the code price (`Group.pays`): the code of the kernels dropped
+(`kernel_bytes`), less the constants' arrays and every call's extra argument, against the loads of the constants
+every call runs. A backend's choices made per kernel for the whole bundle see each paying group as the one kernel it
+becomes (`shared_groups`, tvm_ext.lower.bundle_choice).
 """
 
 from __future__ import annotations
