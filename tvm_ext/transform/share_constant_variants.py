@@ -95,16 +95,19 @@ def _whole(region) -> tirx.BufferRegion:
     return tirx.BufferRegion(region.source, [tvm.ir.Range.from_min_extent(0, extent) for extent in region.source.shape])
 
 
-def _map_stores(stmt: tirx.Stmt, rewrite: Callable, whole_reads: bool = False) -> tirx.Stmt:
+def _map_stores(stmt: tirx.Stmt, rewrite: Callable, whole_reads: bool = False, in_loop: bool = False) -> tirx.Stmt:
     """`stmt` with `rewrite(value)` for each stored value, inside blocks too, and for each value argument of an
-    evaluated helper call (`helper_value_arguments`), in source order; with `whole_reads`, each block reading all
-    of each buffer it reads (where its loads' index offsets become the constants': their regions no longer
-    known)."""
+    evaluated helper call (`helper_value_arguments`) outside any loop of more than one pass (`in_loop`: inside one, where an inlined
+    helper specialized on the value at every pixel would lose that: mobilenet_v2_050_64 cortex-m4f +181,000
+    instructions for 932 B), in source order; with `whole_reads`, each block reading all of each buffer it reads
+    (where its loads' index offsets become the constants': their regions no longer known)."""
+    in_loop = in_loop or (isinstance(stmt, tirx.For)
+                          and not (isinstance(stmt.extent, tirx.IntImm) and int(stmt.extent.value) == 1))
     if isinstance(stmt, s_tir.SBlockRealize):
-        block = _map_stores(stmt.block, rewrite, whole_reads)
+        block = _map_stores(stmt.block, rewrite, whole_reads, in_loop)
         return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
     if isinstance(stmt, s_tir.SBlock):
-        body = _map_stores(stmt.body, rewrite, whole_reads)
+        body = _map_stores(stmt.body, rewrite, whole_reads, in_loop)
         reads = [_whole(region) for region in stmt.reads] if whole_reads else stmt.reads
         return stmt if body.same_as(stmt.body) and not whole_reads else s_tir.SBlock(
             stmt.iter_vars, reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
@@ -112,13 +115,13 @@ def _map_stores(stmt: tirx.Stmt, rewrite: Callable, whole_reads: bool = False) -
     if isinstance(stmt, tirx.BufferStore):
         value = rewrite(stmt.value)
         return stmt if value.same_as(stmt.value) else tirx.BufferStore(stmt.buffer, value, stmt.indices)
-    if isinstance(stmt, tirx.Evaluate) and helper_value_arguments(stmt.value):
+    if isinstance(stmt, tirx.Evaluate) and not in_loop and helper_value_arguments(stmt.value):
         call, positions = stmt.value, helper_value_arguments(stmt.value)
         args = [rewrite(arg) if k in positions else arg for k, arg in enumerate(call.args)]
         if all(new.same_as(old) for new, old in zip(args, call.args)):
             return stmt
         return tirx.Evaluate(tvm.ir.Call(call.op, args, call.attrs, ret_ty=call.ty))
-    return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite, whole_reads))
+    return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite, whole_reads, in_loop))
 
 
 def _narrowing(node) -> bool:
