@@ -12,7 +12,9 @@ its rounding differ from float32's in tie and near-tie cases. On a core without 
 soft-float routines are IEEE-exact too, only slower: there the lowering asks for the bundle's integer helper of
 the same bits instead (``integer_requantization``: packager/templates/fixed_point_requantize_float32.h.in;
 on rv32imc 128 to 195 instructions per output fewer than soft float). Rounding half to even is computed from `floor`
-(exact for every finite float), not from the C library's current rounding mode.
+(exact for every finite float), not from the C library's current rounding mode; in a bundle a clamped value rounds
+with the bundle's helper of small values instead (the C cast's truncation and a step: no floorf, a library call on
+cortex-m4f; packager/templates/round_half_even_small.h.in).
 
 The accumulator is int32: sum((x - x_zero_point) * (w - w_zero_point)) (+ bias), padding counting as
 the zero point (a padded tap contributes nothing). Scales and zero points are tensors (graph inputs or
@@ -30,7 +32,8 @@ from typing import Optional
 import numpy as np
 from tvm import te, tirx
 
-from packager.fixed_point_c import REQUANTIZE_FLOAT32, REQUANTIZE_FLOAT32_OP
+from packager.fixed_point_c import (REQUANTIZE_FLOAT32, REQUANTIZE_FLOAT32_OP, ROUND_HALF_EVEN_SMALL,
+                                   ROUND_HALF_EVEN_SMALL_OP)
 
 from .fixed_point import register_helper_op
 
@@ -60,15 +63,25 @@ def round_half_to_even(value: tirx.PrimExpr) -> tirx.PrimExpr:
         "rounded_down", tirx.floor(unrounded), lambda below: rounded(unrounded, below)))
 
 
+def _expand_round_half_even_small(call: tirx.PrimExpr) -> tirx.PrimExpr:
+    """The bundle helper's value as ``round_half_to_even``'s floors (where no bundle helper is)."""
+    return round_half_to_even(call.args[0]).astype("int32")
+
+
+register_helper_op(ROUND_HALF_EVEN_SMALL_OP, ROUND_HALF_EVEN_SMALL, _expand_round_half_even_small)
+
+
 def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype: str) -> tirx.PrimExpr:
     """ONNX's saturate(round(value) + zero_point) in ``dtype`` (float32 ``value``, int32 ``zero_point``):
     clamped to [min - zero_point, max - zero_point] in float32 first (so no cast overflows; rounding is
-    monotone and keeps integers, so clamping first equals clamping after), then rounded half to even."""
+    monotone and keeps integers, so clamping first equals clamping after), then rounded half to even by the
+    bundle's helper of small values (packager/templates/round_half_even_small.h.in: the C cast's truncation and
+    a step, no floorf, which is a library call on cortex-m4f), ``round_half_to_even``'s floors elsewhere."""
     info = np.iinfo(dtype)
     low = (tirx.const(int(info.min), "int32") - zero_point).astype("float32")
     high = (tirx.const(int(info.max), "int32") - zero_point).astype("float32")
     clamped = tirx.max(tirx.min(value, high), low)
-    return (round_half_to_even(clamped).astype("int32") + zero_point).astype(dtype)
+    return (tirx.call_intrin("int32", ROUND_HALF_EVEN_SMALL_OP, clamped) + zero_point).astype(dtype)
 
 
 def _scalar(tensor: te.Tensor) -> tirx.PrimExpr:
