@@ -134,11 +134,18 @@ def qlinear_conv2d(
     strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int], group: int,
     bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
     w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, integer_requantization: bool = False,
+    zero_point_in_bias: bool = False,
 ) -> te.Tensor:
     """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
     y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
     multiplier: ``multiplier``, or the three scales (see ``_multiplier``); ``integer_requantization``: in integers
-    (``_requantized``)."""
+    (``_requantized``). With ``zero_point_in_bias`` (weights of zero point 0, and ``bias`` holds the QLinearConv's
+    bias minus x's zero point times each channel's weight sum: the lowering's ``folded_conv_bias``) the sums
+    multiply the raw inputs, the padding's as x's zero point: the same int32 sums.
+
+    The sums are computed pixel by pixel with the output channels innermost (an [N, H, W, M] accumulator the
+    output stage reads back into NCHW), so that the schedule's channel tiles (``tvm_ext.schedule.kernel_schedule``)
+    hold several channels' sums while each input tap is loaded once."""
     n, channels, height, width = (int(d) for d in x.shape)
     out_channels, group_channels, kernel_h, kernel_w = (int(d) for d in w.shape)
     out_h = (height + pads[0] + pads[2] - (kernel_h - 1) * dilations[0] - 1) // strides[0] + 1
@@ -151,19 +158,23 @@ def qlinear_conv2d(
 
     def centered_x(b, channel, iy, ix):
         inside = tirx.all(iy >= 0, iy < height, ix >= 0, ix < width)
+        if zero_point_in_bias:
+            return tirx.if_then_else(inside, x[b, channel, iy, ix].astype("int32"), x_zp)
         return tirx.if_then_else(inside, x[b, channel, iy, ix].astype("int32") - x_zp, tirx.const(0, "int32"))
 
-    def accumulate(b, o, oy, ox):
+    def accumulate(b, oy, ox, o):
         tap = centered_x(b, (o // outputs_per_group) * group_channels + rc,
                          oy * strides[0] - pads[0] + ry * dilations[0], ox * strides[1] - pads[1] + rx * dilations[1])
-        weight = w[o, rc, ry, rx].astype("int32") - _per_channel(w_zero_point, o).astype("int32")
+        weight = w[o, rc, ry, rx].astype("int32")
+        if not zero_point_in_bias:
+            weight = weight - _per_channel(w_zero_point, o).astype("int32")
         return te.sum(tap * weight, axis=[rc, ry, rx])
 
-    accumulator = te.compute((n, out_channels, out_h, out_w), accumulate, name="accumulator")
+    accumulator = te.compute((n, out_h, out_w, out_channels), accumulate, name="accumulator")
     dtype = str(y_zero_point.dtype)
 
     def output(b, o, oy, ox):
-        total = accumulator[b, o, oy, ox] + (bias[o] if bias is not None else tirx.const(0, "int32"))
+        total = accumulator[b, oy, ox, o] + (bias[o] if bias is not None else tirx.const(0, "int32"))
         return _requantized(total, _multiplier(o, multiplier, x_scale, w_scale, y_scale), y_zero_point, dtype,
                             integer_requantization)
 
