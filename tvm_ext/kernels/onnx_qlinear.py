@@ -27,7 +27,7 @@ kernel computes it for each output element.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 from tvm import te, tirx
@@ -84,8 +84,15 @@ def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype
     return (tirx.call_intrin("int32", ROUND_HALF_EVEN_SMALL_OP, clamped) + zero_point).astype(dtype)
 
 
-def _scalar(tensor: te.Tensor) -> tirx.PrimExpr:
-    """The one element of a per-tensor scale or zero point (shape [] or [1])."""
+ZeroPoint = Union[te.Tensor, int]
+"""A per-tensor zero point: a tensor (a graph input or a constant), or a constant's value, which the C then holds as
+an immediate (its clamp bounds folded)."""
+
+
+def _scalar(tensor: ZeroPoint) -> tirx.PrimExpr:
+    """The one element of a per-tensor scale or zero point (shape [] or [1]); a zero point's value as int32."""
+    if isinstance(tensor, int):
+        return tirx.const(tensor, "int32")
     return tensor(*([0] * len(tensor.shape)))
 
 
@@ -115,7 +122,7 @@ def _expand_requantize_float32(call: tirx.PrimExpr) -> tirx.PrimExpr:
 register_helper_op(REQUANTIZE_FLOAT32_OP, REQUANTIZE_FLOAT32, _expand_requantize_float32)
 
 
-def _requantized(accumulator: tirx.PrimExpr, multiplier: tirx.PrimExpr, output_zero_point: te.Tensor,
+def _requantized(accumulator: tirx.PrimExpr, multiplier: tirx.PrimExpr, output_zero_point: ZeroPoint,
                  dtype: str, integer_requantization: bool = False) -> tirx.PrimExpr:
     """onnxruntime's float32 requantization of one int32 accumulator (see the module docstring); with
     `integer_requantization` (cores without a floating-point unit) the bundle's integer helper of the same bits
@@ -130,11 +137,11 @@ def _requantized(accumulator: tirx.PrimExpr, multiplier: tirx.PrimExpr, output_z
 
 
 def qlinear_conv2d(
-    x: te.Tensor, w: te.Tensor, *, x_zero_point: te.Tensor, w_zero_point: te.Tensor, y_zero_point: te.Tensor,
+    x: te.Tensor, w: te.Tensor, *, x_zero_point: ZeroPoint, w_zero_point: te.Tensor, y_zero_point: ZeroPoint,
     strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int], group: int,
     bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
     w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, integer_requantization: bool = False,
-    zero_point_in_bias: bool = False,
+    zero_point_in_bias: bool = False, dtype: Optional[str] = None,
 ) -> te.Tensor:
     """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
     y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
@@ -171,7 +178,7 @@ def qlinear_conv2d(
         return te.sum(tap * weight, axis=[rc, ry, rx])
 
     accumulator = te.compute((n, out_h, out_w, out_channels), accumulate, name="accumulator")
-    dtype = str(y_zero_point.dtype)
+    dtype = dtype or str(y_zero_point.dtype)
 
     def output(b, o, oy, ox):
         total = accumulator[b, oy, ox, o] + (bias[o] if bias is not None else tirx.const(0, "int32"))
@@ -182,15 +189,16 @@ def qlinear_conv2d(
 
 
 def qlinear_matmul(
-    a: te.Tensor, b: te.Tensor, *, a_zero_point: te.Tensor, b_zero_point: te.Tensor, y_zero_point: te.Tensor,
+    a: te.Tensor, b: te.Tensor, *, a_zero_point: ZeroPoint, b_zero_point: te.Tensor, y_zero_point: ZeroPoint,
     multiplier: Optional[te.Tensor] = None, a_scale: Optional[te.Tensor] = None,
     b_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, bias: Optional[te.Tensor] = None,
-    integer_requantization: bool = False,
+    integer_requantization: bool = False, dtype: Optional[str] = None,
 ) -> te.Tensor:
     """QLinearMatMul: a [..., M, K] times b [..., K, N] (int8 or uint8, batch axes broadcast as numpy does)
     -> [..., M, N] in y_zero_point's type; b's scale and zero point per tensor or per column [N]; the
     requantization multiplier and ``integer_requantization`` as in ``qlinear_conv2d``. With ``bias`` (int32 [N],
-    com.microsoft QGemm's C) it is added to each accumulator of its column before the requantization."""
+    com.microsoft QGemm's C) it is added to each accumulator of its column before the requantization. Zero points
+    and ``dtype`` as in ``qlinear_conv2d``."""
     a_shape, b_shape = [int(d) for d in a.shape], [int(d) for d in b.shape]
     batch = list(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
     rows, depth, columns = a_shape[-2], a_shape[-1], b_shape[-1]
@@ -211,7 +219,7 @@ def qlinear_matmul(
 
     shape = (*batch, rows, columns)
     accumulator = te.compute(shape, accumulate, name="accumulator")
-    dtype = str(y_zero_point.dtype)
+    dtype = dtype or str(y_zero_point.dtype)
     def biased(*index):
         return accumulator(*index) + (bias[index[-1]] if bias is not None else tirx.const(0, "int32"))
 

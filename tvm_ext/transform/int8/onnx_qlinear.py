@@ -86,14 +86,23 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
         operands["multiplier"] = multiplier
     if ctx.integer_requantization:
         operands["integer_requantization"] = True
+    folded = _folded_operands(weight, operands) if marker == QLINEAR_CONV else None
+    operands = _immediate_zero_points(operands)
     if marker == QLINEAR_MATMUL:
         return KernelCall("QLinearMatMul", call, qlinear_matmul, (data, weight), operands)
     strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
     attrs = {"strides": strides, "pads": pads, "dilations": dilations, "group": int(geometry[3].value)}
-    folded = _folded_operands(weight, operands)
     if folded is not None:
         operands = {**operands, "bias": relax.const(folded), "zero_point_in_bias": True}
     return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
+
+
+def _immediate_zero_points(operands: dict) -> dict:
+    """``operands`` with the data's and the output's zero points as their values where they are constants of one
+    value (the kernel's immediates, ``tvm_ext.kernels.onnx_qlinear.ZeroPoint``) and the output type as ``dtype``."""
+    immediate = {name: int(_scalar(operands[name])) for name in ("x_zero_point", "a_zero_point", "y_zero_point")
+                 if name in operands and _scalar(operands[name]) is not None}
+    return {**operands, **immediate, "dtype": _out_dtype(operands, "y")}
 
 
 def _folded_operands(weight: relax.Expr, operands: dict) -> Optional[np.ndarray]:
