@@ -228,16 +228,23 @@ def qlinear_matmul(
         integer_requantization), name="qlinear_matmul")
 
 
-def _along(tensor: te.Tensor, index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
-    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index``."""
+def _along(tensor: Union[te.Tensor, int, float], index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
+    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index``; a value
+    (a per-tensor constant's) as an immediate: a zero point's int32, a scale's float32."""
+    if isinstance(tensor, int):
+        return tirx.const(tensor, "int32")
+    if isinstance(tensor, float):
+        return tirx.const(tensor, "float32")
     return _per_channel(tensor, index[axis])
 
 
-def quantize_linear(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor, *, axis: int) -> te.Tensor:
+def quantize_linear(data: te.Tensor, scale: Union[te.Tensor, float], zero_point: ZeroPoint, *, axis: int,
+                    dtype: Optional[str] = None) -> te.Tensor:
     """ONNX QuantizeLinear, per tensor or per axis, as onnxruntime computes it: saturate(round(x / scale) +
-    zero_point) in zero_point's type, the float32 quotient rounded half to even. ``scale`` and ``zero_point``
-    are tensors (constants or graph inputs)."""
-    dtype = str(zero_point.dtype)
+    zero_point) in zero_point's type (``dtype`` where it is a value), the float32 quotient rounded half to even.
+    ``scale`` and ``zero_point`` are tensors (constants or graph inputs), or a per-tensor constant's values (the
+    C's immediates: the float32 scale exactly, tvm_ext.codegen.exact_float_constants)."""
+    dtype = dtype or str(zero_point.dtype)
     return te.compute(data.shape, lambda *i: saturate_half_to_even(
         data(*i) / _along(scale, i, axis), _along(zero_point, i, axis).astype("int32"), dtype), name="quantize_linear")
 
