@@ -5,7 +5,9 @@
  * for a tile whose weights are not), inputs at each byte offset, int8 values over their whole range (-128 and
  * 127 included), each accumulator gets its start (its own value, or another array's) plus its channel's sums
  * x[4j + k] * w[v * stride + 16j + 4c + k]. Built by tests/test_cortex_m_helpers_c.py on the host (portable C)
- * and for cortex-m4f under QEMU (LDRD, SXTB16, SMLAD). */
+ * and for cortex-m4f under QEMU (LDRD, SXTB16, SMLAD); the RISC-V helper of the same contract and name
+ * (backends/riscv/helpers/templates/mac_s8x4_interleaved.h.in) by tests/backends/riscv/test_riscv_helpers_c.py on
+ * the host and under QEMU virt. */
 #include <stdint.h>
 #include <stdio.h>
 

@@ -239,13 +239,14 @@ def qlinear_matmul(
 
 
 def _along(tensor: Union[te.Tensor, int, float], index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
-    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index``; a value
-    (a per-tensor constant's) as an immediate: a zero point's int32, a scale's float32."""
+    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index`` (empty
+    for a scalar's, whose quantization is per tensor); a value (a per-tensor constant's) as an immediate: a zero
+    point's int32, a scale's float32."""
     if isinstance(tensor, int):
         return tirx.const(tensor, "int32")
     if isinstance(tensor, float):
         return tirx.const(tensor, "float32")
-    return _per_channel(tensor, index[axis])
+    return _per_channel(tensor, index[axis]) if index else _scalar(tensor)
 
 
 def quantize_linear(data: te.Tensor, scale: Union[te.Tensor, float], zero_point: ZeroPoint, *, axis: int,

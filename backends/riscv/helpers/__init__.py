@@ -41,7 +41,12 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   (`backends.cortex_m.schedules.pair_tiles`; `_odd` forms for windows of odd rows, `_w8` forms for int8 weights as
   stored), and `<prefix>_conv_tiles_s8x8`
   (`_b16`), the same for one pixel
-  (`backends.cortex_m.schedules.conv_tiles`; unit test of both `tests/c/test_riscv_pair_tiles.c`).
+  (`backends.cortex_m.schedules.conv_tiles`; unit test of both `tests/c/test_riscv_pair_tiles.c`);
+- `mac_s8x4_interleaved.h.in`: `<prefix>_dual_mac_s8x4_interleaved`, the MAC over weights interleaved per tile of
+  four units (`tvm_ext.kernels.extern_mac.interleave_weights`), every tile of an LSTM gate's or an SVDF's feature
+  product in one call (`backends.riscv.schedules.mac.interleaved_mac_calls`), with the contract, name and unit test
+  (`tests/c/test_dual_mac_interleaved.c`) of the Cortex-M DSP helper it stands for; its own library
+  (`INTERLEAVED_MAC_HELPERS`), defined only in a bundle that calls it.
 """
 
 from __future__ import annotations
@@ -162,3 +167,15 @@ def riscv_helpers_c(prefix: str) -> str:
 
 
 RISCV_HELPERS = HelperLibrary("riscv", riscv_helpers_c)
+
+INTERLEAVED_MAC_TEMPLATE = "mac_s8x4_interleaved.h.in"
+
+
+def interleaved_mac_c(prefix: str) -> str:
+    """The interleaved MAC's C definition for the bundle `prefix`."""
+    return helper_template_c(__package__, INTERLEAVED_MAC_TEMPLATE, prefix)
+
+
+INTERLEAVED_MAC_HELPERS = HelperLibrary("riscv_interleaved_mac", interleaved_mac_c)
+"""Its own library: only a bundle whose kernels call the interleaved MAC defines it (every other bundle's
+`<model>_internal.h` stays as it was)."""

@@ -17,8 +17,9 @@ pair's loop over its channel tiles as one call of the shared out-of-line pair he
 `RISCV_PAIR_TILES`), and a lone or border pixel's as one call of its one-pixel form
 (`<prefix>_conv_tiles_s8x8`: `backends.cortex_m.schedules.conv_tiles`, `RISCV_CONV_TILES`). A kernel of exactly
 eight output channels is tiled too.
-In a TE extern stage (an LSTM's gates, the SVDF state update) only the four-channel window MAC's loop nests become
-its calls (`mac.extern_mac_calls`); its other loops stay scalar.
+In a TE extern stage (an LSTM's gates, the SVDF state update) a product over interleaved weights becomes one call of
+the interleaved MAC (`<prefix>_dual_mac_s8x4_interleaved`, every tile: `mac.interleaved_mac_calls`) and a
+four-channel window MAC's loop nest its call (`mac.extern_mac_calls`); its other loops stay scalar.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_CONV_TILES_LUT,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
-                                          depthwise_whole_tile, extern_mac_calls, int8_pairs_pay, mac_replacement,
+                                          depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
+                                          one_tile_calls,
                                           paired_or_int8_reduction)
 from target.profile import Profile
 
@@ -141,9 +143,10 @@ class RiscvMacSchedules:
 
     @staticmethod
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        """An extern stage's four-channel int8 MAC loop nests as calls of `<prefix>_mac_s8x4`
-        (`mac.extern_mac_calls`)."""
-        return extern_mac_calls(func)
+        """An extern stage's int8 MAC loop nests over interleaved weights as calls of
+        `<prefix>_dual_mac_s8x4_interleaved`, its four-channel ones as calls of `<prefix>_mac_s8x4`
+        (`mac.interleaved_mac_calls`)."""
+        return interleaved_mac_calls(func)
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -171,7 +174,7 @@ class RiscvMacSchedules:
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
         tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
-        tiles = conv_tiles_calls(tiles, RISCV_CONV_TILES_LUT)
+        tiles = one_tile_calls(conv_tiles_calls(tiles, RISCV_CONV_TILES_LUT))
         for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         rows = fc_rows_calls(tiles, RISCV_FC_ROWS)
@@ -229,8 +232,14 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     one scalar loop into one accumulator, where the TE compute's eight-unit tile unrolled eight sums per kernel
     (~370 B against ~150 B): rv32imc keyword_scrambled code 3,708 -> 3,242 B (cortex-m4f 3,244) for 144,686 ->
     155,888 instructions, keyword_scrambled_8bit 3,350 -> 2,886 B (cortex-m4f 3,128) for 145,237 -> 156,440 (~24
-    instructions a byte, below the one price of code)."""
+    instructions a byte, below the one price of code).
+    An LSTM's gate products and an SVDF's feature product take their weights interleaved per tile of four units
+    (`interleaved_gate_weights`, padded to whole tiles and groups of four by zero weights), each product one call of
+    the interleaved MAC over every tile, where the row-major weights' products took a loop of tiles in the kernel,
+    each copying its offsets and calling the four-channel MAC: smaller and faster on every such shared model
+    (`templates/mac_s8x4_interleaved.h.in` has the figures); an input or unit count not whole groups pays zero
+    weights in flash (kws_lstm32_61x13's 13 inputs: 384 B for 246 B of code and 27 % of the instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
-                           svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS)
+                           svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True)

@@ -44,13 +44,14 @@ from typing import Optional
 
 import tvm_ffi
 from tvm import s_tir, tirx
-from tvm.ir import TensorLoad
+from tvm.ir import Range, TensorLoad
 
 from backends.bias_forms import by_bias
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_tile_call
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
+from backends.cortex_m.schedules.dual_mac import _whole as whole_region
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accessed_buffer,
                                                  accumulation, channel_tile, helper_call_block, int8_data_update,
                                                  mac_reduction, mac_window, window_call_block, window_mac_2px_access,
@@ -59,12 +60,16 @@ from backends.cortex_m.schedules.helium_depthwise import MAC_ACCESS as HELIUM_MA
 from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, depthwise_channel_tiles, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
-from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, op_executions
+from backends.cortex_m.schedules.conv_tiles import (ConvTileHelpers, LoopOffsets, TileWindow, call_of, op_executions,
+                                                   pointee, zeroed_stores)
 from backends.cortex_m.schedules.pair_tiles import (HELIUM_PAIR_TILES_ACCESS, PairTileHelpers, PairWindow,
                                                    channel_strided_args, channel_strided_window)
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper)
-from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, RISCV_HELPERS,
+from backends.cortex_m.helpers.dual_mac_interleaved_c import dual_mac_interleaved_helper_name
+from backends.cortex_m.schedules.extern_helpers import INTERLEAVED_MAC_ACCESS, INTERLEAVED_MAC_OPS
+from backends.cortex_m.schedules.extern_helpers import _interleaved_mac_call as dsp_interleaved_mac_call
+from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC_HELPERS, MAC_CHANNELS, RISCV_HELPERS,
                                     conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
                                     depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
                                     mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
@@ -73,7 +78,7 @@ from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, R
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import substitute_index
-from tvm_ext.tir.tir_walk import walk
+from tvm_ext.tir.tir_walk import map_child_stmts, walk
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
@@ -83,6 +88,11 @@ register_helper_call(MAC_OP, RISCV_HELPERS, mac_helper_name, MAC_ACCESS)
 MAC4_OP = "tvm_ext.riscv_mac_s8x4"
 """The window MAC of a four-channel tile (`RiscvMacSchedules.channel_tiles`), one out-of-line copy per bundle."""
 register_helper_call(MAC4_OP, RISCV_HELPERS, mac4_helper_name, window_mac_access(FOUR_CHANNELS))
+INTERLEAVED_MAC_OP = "tvm_ext.riscv_dual_mac_s8x4_interleaved"
+"""The MAC over interleaved int8 weights (`templates/mac_s8x4_interleaved.h.in`): the DSP helper's call, accesses and
+name, RISC-V's C (`interleaved_mac_calls`)."""
+register_helper_call(INTERLEAVED_MAC_OP, INTERLEAVED_MAC_HELPERS, dual_mac_interleaved_helper_name,
+                     INTERLEAVED_MAC_ACCESS)
 
 MAC_PAIRS_OP = "tvm_ext.riscv_mac_s8x8_pairs"
 PAIR_WORDS = MAC_CHANNELS // 2  # weight words per input: one per channel pair
@@ -449,6 +459,75 @@ CONV_TILES_LUT_OPS = by_bias("tvm_ext.riscv_conv_tiles_lut_s8x8")
 for _bias, _op in CONV_TILES_LUT_OPS.items():
     register_helper_call(_op, RISCV_HELPERS, functools.partial(conv_tiles_helper_name, bias=_bias, table=True),
                          HelperAccess((*CONV_TILES_ACCESS.pointers, PointerAccess(12, (Axis(LUT_ENTRIES, 1),)))))
+
+
+def one_tile_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (a scheduled kernel after its epilogue calls) with each one-pixel tile that runs once per call (no
+    loop around it: a one-row FULLY_CONNECTED of exactly MAC_CHANNELS units, whose tile has no loop to fuse) --
+    its accumulators zeroed, one paired MAC call and one "double_small" epilogue call on them -- as one call of the
+    fused one-pixel tiles over one tile (RISCV_CONV_TILES' op, tiles 1). Once per inference: the instructions are
+    the call's and its loop's few (rv32imc ae_512_52_int8, its 52 -> 8 layer beside a 52 -> 512 one that calls the
+    fused tiles already: code 1,624 -> 1,316 B, the paired MAC's out-of-line copy gone, 279,001 -> 278,993
+    instructions; no shared model's bundle has such a kernel). Not priced per bundle: in one whose other kernels
+    neither call the fused tiles nor leave the paired MAC's copy unused, the call brings the fused tiles' copy in
+    (~300 B). Any other function unchanged."""
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return func
+    root = realize.block
+    body = _one_tiles_replaced(root.body, ())
+    if body.same_as(root.body):
+        return func
+    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init,
+                         root.alloc_buffers, root.match_buffers, root.annotations)
+    return func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
+
+
+def _one_tiles_replaced(stmt: tirx.Stmt, loops: tuple) -> tirx.Stmt:
+    """``stmt`` (inside ``loops``, each of one iteration) with each one-pixel tile outside any loop of more
+    iterations or block (``one_tile_calls``) as its fused call."""
+    if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) and int(stmt.extent) == 1:
+        return map_child_stmts(stmt, lambda child: _one_tiles_replaced(child, (*loops, stmt)))
+    if isinstance(stmt, (tirx.For, s_tir.SBlockRealize, s_tir.SBlock)) or not isinstance(stmt, tirx.Stmt):
+        return stmt
+    if not isinstance(stmt, tirx.SeqStmt):
+        return map_child_stmts(stmt, lambda child: _one_tiles_replaced(child, loops))
+    stmts = [_one_tiles_replaced(child, loops) for child in stmt.seq]
+    for at in range(len(stmts) - 1):
+        fused = _one_tile_call(stmts, at, LoopOffsets(loops))
+        if fused is not None:
+            first, call = fused
+            stmts[first:at + 2] = [call]
+            return _one_tiles_replaced(tirx.SeqStmt(stmts), loops) if len(stmts) > 1 else call
+    return tirx.SeqStmt(stmts) if any(not a.same_as(b) for a, b in zip(stmts, stmt.seq)) else stmt
+
+
+def _one_tile_call(stmts: list, at: int, offsets: LoopOffsets) -> Optional[tuple[int, s_tir.SBlockRealize]]:
+    """(the index of its first zeroing statement, the fused call) of the tile whose paired MAC call is ``stmts[at]``
+    and epilogue call ``stmts[at + 1]``, the statements right before them zeroing exactly the MAC's MAC_CHANNELS
+    accumulators, which the epilogue reads (``offsets``: over the loops around them); else None."""
+    mac = call_of(stmts[at], RISCV_CONV_TILES.mac_ops)
+    epilogue = call_of(stmts[at + 1], tuple(REQUANTIZE_OPS_BY_BIAS.values()))
+    window = None if mac is None or epilogue is None else _paired_tile_window(mac)
+    if window is None or not isinstance(epilogue.args[6], tirx.IntImm) or int(epilogue.args[6]) != MAC_CHANNELS:
+        return None
+    acc, x, w, out, read, *constants = (pointee(arg) for arg in (window.acc, window.x, window.w, *epilogue.args[:5]))
+    if None in (acc, x, w, out, read, *constants):
+        return None
+    first, zeroed = at, []
+    while first > 0 and (stores := zeroed_stores(stmts[first - 1], acc.source)) is not None:
+        first, zeroed = first - 1, stores + zeroed
+    if not offsets.zeroes_and_reads(zeroed, acc, read, MAC_CHANNELS):
+        return None
+    bias = next(bias for bias, op in REQUANTIZE_OPS_BY_BIAS.items() if op == epilogue.op.name)
+    call = tirx.call_intrin("int32", CONV_TILES_OPS[bias], epilogue.args[0], window.x, window.w, *epilogue.args[2:6],
+                            *RISCV_CONV_TILES.window_args(window, 1))
+    written = tirx.BufferRegion(out.source, [*(Range.from_min_extent(i, 1) for i in out.indices[:-1]),
+                                             Range.from_min_extent(out.indices[-1], MAC_CHANNELS)])
+    reads = [whole_region(load.source) for load in (x, w, *constants)]
+    return first, s_tir.SBlockRealize([], True, s_tir.SBlock([], reads, [written], "conv_tiles", tirx.Evaluate(call)))
+
+
 RISCV_CONV_TILES_LUT = replace(RISCV_CONV_TILES, requantize=REQUANTIZE_LUT_OPS_BY_BIAS, tiles=CONV_TILES_LUT_OPS)
 """RISCV_CONV_TILES over the table epilogue's calls (`<prefix>_requantize_small_lut_s8`): a LEAKY_RELU
 convolution's lone and border pixels, whose tile loops each kernel had kept inlined beside its pairs' fused calls."""
@@ -617,6 +696,30 @@ def extern_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     each of an LSTM's eight gate products held its own copy of them: rv32imc kws_lstm48_49x10 2,692 -> 2,562 B of
     code, 6,461,889 -> 3,594,415 instructions per inference."""
     return with_root_loops_replaced(func, _extern_mac_call)
+
+
+def interleaved_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (one TE extern stage) with each loop nest of an int8 MAC over interleaved weights (an LSTM gate's
+    or an SVDF's feature product, every tile of four units: the form ``backends.cortex_m.schedules.extern_helpers``
+    matches for the DSP cores) replaced by a call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved`
+    (INTERLEAVED_MAC_OP), then the four-channel window MAC's nests by its calls (`extern_mac_calls`); any other
+    function unchanged."""
+    return extern_mac_calls(with_root_loops_replaced(func, _interleaved_mac_call))
+
+
+def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
+    """The RISC-V interleaved MAC's call computing the loop nest ``loop``: the DSP cores' call of int8 weights
+    (their int16 form never comes: RV32 keeps the gate weights int8), its op RISC-V's; else None."""
+    realize = dsp_interleaved_mac_call(loop)
+    if realize is None:
+        return None
+    call = realize.block.body.value
+    if call.op.name != INTERLEAVED_MAC_OPS["int8"]:
+        return None
+    body = tirx.Evaluate(tirx.call_intrin("int32", INTERLEAVED_MAC_OP, *call.args))
+    block = realize.block
+    return s_tir.SBlockRealize(list(realize.iter_values), realize.predicate,
+                               s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body))
 
 
 def _extern_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:

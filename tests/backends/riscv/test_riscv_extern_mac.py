@@ -1,6 +1,8 @@
 """RV32's MAC loop nests inside a TE extern stage (an LSTM's gate products, an SVDF's feature product) as calls of
 the bundle's out-of-line four-channel window MAC (`backends.riscv.schedules.mac.extern_mac_calls`), where each kept
-its own copy of TVM's loops; a window shorter than the helper takes (MIN_REDUCTION) keeps them."""
+its own copy of TVM's loops; a window shorter than the helper takes (MIN_REDUCTION) keeps them. Over interleaved
+weights (RV32 asks for them) every tile's product is one call of the interleaved MAC
+(`backends.riscv.schedules.mac.interleaved_mac_calls`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import tvm
 from tvm import te, tirx
 
 from backends.riscv.schedules import RISCV_MAC_SCHEDULES, kernel_schedules
-from backends.riscv.schedules.mac import MAC4_OP, MIN_REDUCTION
+from backends.riscv.schedules.mac import INTERLEAVED_MAC_OP, MAC4_OP, MIN_REDUCTION
 from tvm_ext.kernels import Rounding
 from tvm_ext.kernels.svdf import svdf_state_update
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
@@ -16,14 +18,16 @@ from target.resolve import resolve_profile
 from tvm_ext.tir.tir_walk import walk
 
 
-def _state_update(filters: int, depth: int) -> tirx.PrimFunc:
-    """An SVDF state update (one TE extern stage) of ``filters`` filters over ``depth`` int8 inputs."""
+def _state_update(filters: int, depth: int, interleaved: bool = False) -> tirx.PrimFunc:
+    """An SVDF state update (one TE extern stage) of ``filters`` filters over ``depth`` int8 inputs (whole tiles and
+    groups of four where ``interleaved``: its weights in the interleaved layout)."""
     data = te.placeholder((2, depth), "int8", name="data")
     state = te.placeholder((2, filters * 5), "int16", name="state")
-    weights = te.placeholder((filters, depth), "int8", name="weights")
+    shape = (filters // 4, depth // 4, 4, 4) if interleaved else (filters, depth)
+    weights = te.placeholder(shape, "int8", name="weights")
     offsets = te.placeholder((filters,), "int32", name="offsets")
     out = svdf_state_update(data, state, weights, offsets, memory=5, state_zero_point=0, multiplier=1 << 30,
-                            shift=-3, rounding=Rounding.DOUBLE)
+                            shift=-3, rounding=Rounding.DOUBLE, interleaved=interleaved)
     return te.create_prim_func([data, state, weights, offsets, out])
 
 
@@ -38,6 +42,16 @@ def test_an_extern_stage_four_channel_product_calls_the_four_channel_mac() -> No
     it stays), strides 9 and 9, one row of 9."""
     scheduled = inline_intermediates(_state_update(filters=8, depth=9), 8, RISCV_MAC_SCHEDULES)
     assert _mac4_sizes(scheduled) == [[9, 9, 1, 9]]
+
+
+def test_an_interleaved_product_of_every_tile_is_one_call_of_the_interleaved_mac() -> None:
+    """Twelve filters over sixteen inputs in the interleaved layout: one call (groups 4, tiles 3, a tile's weights
+    64 apart), no four-channel MAC call and no loop of tiles left; RV32 asks for the layout."""
+    scheduled = inline_intermediates(_state_update(filters=12, depth=16, interleaved=True), 8, RISCV_MAC_SCHEDULES)
+    calls = [node for node in walk(scheduled.body) if isinstance(node, tvm.ir.Call)
+             and node.op.name in (INTERLEAVED_MAC_OP, MAC4_OP)]
+    assert [(call.op.name, [int(arg) for arg in call.args[4:]]) for call in calls] == [(INTERLEAVED_MAC_OP, [4, 3, 64])]
+    assert kernel_schedules(resolve_profile("rv32imc")).interleaved_gate_weights
 
 
 def test_an_extern_stage_product_shorter_than_the_helper_takes_keeps_its_loops() -> None:

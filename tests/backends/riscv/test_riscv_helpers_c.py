@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from backends.cortex_m.helpers.softmax_c import softmax_s8_helper_c
-from backends.riscv.helpers import riscv_helpers_c
+from backends.riscv.helpers import interleaved_mac_c, riscv_helpers_c
 from c_checks import run_c_program_under_riscv_qemu, run_c_unit_tests
 from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
 from conftest import profile_build_config
@@ -41,19 +41,23 @@ REQUANTIZE_HEADER = "requantize_small.h"
 scalar double and "double_small" requantizations and int8 saturation (what the epilogues replace), then the
 RISC-V helper library, for the prefix lp."""
 UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "requantize_s8",
-         "riscv_fc_rows", "riscv_pair_tiles", "riscv_depthwise_tiles", "conv_tiles_s8x4"]
+         "riscv_fc_rows", "riscv_pair_tiles", "riscv_depthwise_tiles", "conv_tiles_s8x4", "dual_mac_interleaved"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
 requantization epilogues ("double_small"'s and any double rounding's), the per-tensor fully connected rows, a
 convolution's pixel tiles and a depthwise pixel's tiles, interior and border (against the scalar helpers too), and
-the four-channel tiles (the DSP cores' test of that contract, whole tiles only)."""
+the four-channel tiles (the DSP cores' test of that contract, whole tiles only), and the MAC over interleaved weights
+(the DSP cores' test of its contract and name)."""
 CONV_TILES4_HEADER = "conv_tiles_s8x4.h"
 """The header test_conv_tiles_s8x4.c includes: the requantization header's text, its partial tiles' cases left out
 (LP_WHOLE_TILES_ONLY: the RISC-V helpers have none)."""
+INTERLEAVED_HEADER = "dual_mac_interleaved.h"
+"""The header test_dual_mac_interleaved.c includes: the RISC-V interleaved MAC's library (its own), prefix lp."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
     """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>), `requantize_small.h`,
-    `requantize_s8.h` and `conv_tiles_s8x4.h` (the same after the scalar helpers the epilogues replace) and the shared inputs' header
+    `requantize_s8.h` and `conv_tiles_s8x4.h` (the same after the scalar helpers the epilogues replace),
+    `dual_mac_interleaved.h` (the interleaved MAC's library) and the shared inputs' header
     into `folder`; the source of the unit test `unit`."""
     (folder / LIBRARY_HEADER).write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
     scalar = requantize_helpers_c(PREFIX, ("double", SMALL_RIGHT_SHIFT, SATURATE_INT8))
@@ -63,6 +67,7 @@ def write_unit_files(folder: Path, unit: str) -> Path:
                                                    + riscv_helpers_c(PREFIX))
     (folder / CONV_TILES4_HEADER).write_text("#include <stdint.h>\n#define LP_WHOLE_TILES_ONLY 1\n" + scalar
                                              + riscv_helpers_c(PREFIX))
+    (folder / INTERLEAVED_HEADER).write_text("#include <stdint.h>\n" + interleaved_mac_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
     shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, folder / GUARDED_BUFFERS)
     return UNIT_TESTS / f"test_{unit}.c"

@@ -1,17 +1,17 @@
 """ONNX's QLinearConv and QLinearMatMul and onnxruntime's QLinear operators (com.microsoft: QGemm, QLinearAdd,
-QLinearMul, QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool; no converter in TVM 0.27) as markers the
-int8 pass lowers.
+QLinearMul, QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool, QLinearSoftmax; no converter in TVM 0.27)
+as markers the int8 pass lowers.
 
 Each node becomes one ``call_dps_packed`` of a marker symbol whose argument tuple is the node's inputs in
 ONNX order (QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point[, B])
 followed by its geometry as data where it has one: QLinearConv's strides, pads (top, left, bottom, right) and
 dilations as ShapeExprs and the group count as a PrimValue; QLinearAveragePool's kernel, strides and pads as
-ShapeExprs and count_include_pad as a PrimValue. QGemm becomes the QLinearMatMul marker with its int32 C as a
-ninth operand (its constant B transposed here when transB is set). ``tvm_ext.transform.int8.onnx_qlinear``
-replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``, ``onnxruntime_elementwise``,
-``onnxruntime_pool``: onnxruntime's arithmetic); no marker reaches code generation. QLinearConcat needs none:
-onnxruntime requantizes each input as DequantizeLinear then QuantizeLinear would, so it becomes those and a
-Concat.
+ShapeExprs and count_include_pad as a PrimValue. QLinearSoftmax's marker reduces the last axis. QGemm becomes
+the QLinearMatMul marker with its int32 C as a ninth operand (its constant B transposed here when transB is set).
+``tvm_ext.transform.int8.onnx_qlinear`` replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``,
+``onnxruntime_elementwise``, ``onnxruntime_pool``, ``onnxruntime_softmax``: onnxruntime's arithmetic); no marker
+reaches code generation. QLinearConcat needs none: onnxruntime requantizes each input as DequantizeLinear then
+QuantizeLinear would, so it becomes those and a Concat.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ QLINEAR_ADD = "tvm_ext.onnx_qlinear_add"
 QLINEAR_MUL = "tvm_ext.onnx_qlinear_mul"
 QLINEAR_AVERAGE_POOL = "tvm_ext.onnx_qlinear_average_pool"
 QLINEAR_GLOBAL_AVERAGE_POOL = "tvm_ext.onnx_qlinear_global_average_pool"
-MARKERS = (QLINEAR_CONV, QLINEAR_MATMUL, QLINEAR_ADD, QLINEAR_MUL, QLINEAR_AVERAGE_POOL, QLINEAR_GLOBAL_AVERAGE_POOL)
+QLINEAR_SOFTMAX = "tvm_ext.onnx_qlinear_softmax"
+MARKERS = (QLINEAR_CONV, QLINEAR_MATMUL, QLINEAR_ADD, QLINEAR_MUL, QLINEAR_AVERAGE_POOL, QLINEAR_GLOBAL_AVERAGE_POOL,
+           QLINEAR_SOFTMAX)
 CONV_OPERANDS = 9  # x .. y_zero_point, then B (or no B)
 
 
@@ -213,6 +215,32 @@ def qlinear_global_average_pool(bb: relax.BlockBuilder, inputs: Sequence[relax.E
     return as_1d(bb, y, len(x_shape))
 
 
+def qlinear_softmax(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
+    """QLinearSoftmax (com.microsoft: x, x_scale, x_zero_point, y_scale, y_zero_point; attributes axis, opset) as
+    its marker, which reduces the last axis: another axis is moved last and back (as onnxruntime transposes it
+    from opset 13 on), or, before opset 13, the axes from it on are flattened into one."""
+    if inputs[4] is None:
+        raise ValueError("QLinearSoftmax without y_zero_point is not converted")
+    x, x_shape = inputs[0], static_shape(inputs[0])
+    rank = len(x_shape)
+    opset = int(attrs.get("opset", 13))
+    axis = int(attrs.get("axis", -1 if opset >= 13 else 1)) % max(rank, 1)
+
+    def marker(value: relax.Expr, shape: list[int]) -> relax.Expr:
+        return relax.call_dps_packed(QLINEAR_SOFTMAX, relax.Tuple([value, *inputs[1:5]]),
+                                     relax.TensorType(shape, inputs[4].ty.dtype))
+
+    if axis == rank - 1 or rank == 0:
+        return marker(x, x_shape)
+    if opset < 13:
+        flat = [int(np.prod(x_shape[:axis])), int(np.prod(x_shape[axis:]))]
+        return relax.op.reshape(bb.normalize(marker(bb.normalize(relax.op.reshape(x, flat)), flat)), x_shape)
+    order = list(range(rank))
+    order[axis], order[-1] = order[-1], order[axis]
+    moved = bb.normalize(marker(bb.normalize(relax.op.permute_dims(x, order)), [x_shape[i] for i in order]))
+    return relax.op.permute_dims(moved, order)
+
+
 def qlinear_concat(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
     """QLinearConcat (com.microsoft: y_scale, y_zero_point, then (x, x_scale, x_zero_point) per input) as each
     input requantized (dequantized, then quantized to the output's parameters) and concatenated."""
@@ -244,4 +272,5 @@ CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None],
     "QLinearAveragePool": qlinear_average_pool,
     "QLinearGlobalAveragePool": qlinear_global_average_pool,
     "QLinearConcat": qlinear_concat,
+    "QLinearSoftmax": qlinear_softmax,
 }

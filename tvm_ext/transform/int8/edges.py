@@ -59,7 +59,8 @@ def onnx_edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedC
     mismatch = next((o for o in operands if isinstance(o, Mismatch)), None)
     if mismatch is not None:
         return mismatch
-    axis = int(call.attrs.axis) % len(call.args[0].ty.shape.values)
+    rank = len(call.args[0].ty.shape.values)
+    axis = int(call.attrs.axis) % rank if rank else 0  # a scalar's scale and zero point are per tensor
     if kind == "QUANTIZE":
         return FixedCall(KernelCall(kind, call, quantize_linear, (operands[0],), {
             "scale": _value(operands[1], float), "zero_point": _value(operands[2], int), "axis": axis,

@@ -1,11 +1,13 @@
 """ONNX's and onnxruntime's QLinear operators: our frontend's markers (``tvm_ext.frontend.onnx_ops.qlinear_ops``)
 -> one kernel each, with onnxruntime's arithmetic: QLinearConv and QLinearMatMul (and QGemm, the QLinearMatMul
 marker with a bias) of ``tvm_ext.kernels.onnx_qlinear``, QLinearAdd and QLinearMul of
-``tvm_ext.kernels.onnxruntime_elementwise``, the two average pools of ``tvm_ext.kernels.onnxruntime_pool``.
+``tvm_ext.kernels.onnxruntime_elementwise``, the two average pools of ``tvm_ext.kernels.onnxruntime_pool``,
+QLinearSoftmax of ``tvm_ext.kernels.onnxruntime_softmax``.
 
 The marker's tensor operands are the node's inputs: constants stay Relax constants, the others must be
-tensors the pass has lowered (a model input, or an integer result of another kernel). The elementwise and
-pooling operators need constant scales and zero points (the kernels' parameters are computed at compile time)."""
+tensors the pass has lowered (a model input, or an integer result of another kernel). The elementwise,
+pooling and softmax operators need constant scales and zero points (the kernels' parameters are computed at
+compile time)."""
 
 from __future__ import annotations
 
@@ -18,11 +20,13 @@ from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
 from ...frontend.onnx_ops.qlinear_ops import (MARKERS, QLINEAR_ADD, QLINEAR_AVERAGE_POOL, QLINEAR_CONV,
-                                              QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL, QLINEAR_MUL)
+                                              QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL, QLINEAR_MUL,
+                                              QLINEAR_SOFTMAX)
 from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from ...kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul, qlinear_mul_ratio,
                                                 vector_is_second)
 from ...kernels.onnxruntime_pool import global_average_multiplier, qlinear_average_pool, qlinear_global_average_pool
+from ...kernels.onnxruntime_softmax import output_multiplier, qlinear_softmax, softmax_table
 from ...layers import DECLARED_MACS_ATTR
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -212,6 +216,18 @@ def _pool(marker: str, call: relax.Call, operands: dict, geometry: list,
         "y_zero_point": y_zero, "dtype": dtype})
 
 
+def _softmax(marker: str, call: relax.Call, operands: dict, geometry: list,
+             _ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
+    quantization = _quantization(operands, "x", "y")
+    if quantization is None:
+        return Mismatch("a QLinearSoftmax with scales or zero points that are not constants")
+    (x_scale, _), (y_scale, y_zero) = quantization
+    x = operands["x"]
+    table = relax.const(softmax_table(x_scale, int(x.ty.shape.values[-1])))
+    return KernelCall("QLinearSoftmax", call, qlinear_softmax, (x, table), {
+        "multiplier": output_multiplier(y_scale), "y_zero_point": y_zero, "dtype": _out_dtype(operands, "y")})
+
+
 # Per marker: its tensor operands in ONNX order (the node's input names; a trailing optional one may be absent),
 # how many geometry fields follow them, and the kernel call it becomes.
 _OPERANDS = {
@@ -222,11 +238,11 @@ _OPERANDS = {
     QLINEAR_AVERAGE_POOL: ("x", "x_scale", "x_zero_point", "y_scale", "y_zero_point"),
 }
 _OPERANDS[QLINEAR_MUL] = _OPERANDS[QLINEAR_ADD]
-_OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_AVERAGE_POOL]
+_OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_SOFTMAX] = _OPERANDS[QLINEAR_AVERAGE_POOL]
 _GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_AVERAGE_POOL: 4}
 _KERNEL_CALLS: dict[str, Callable[[str, relax.Call, dict, list, LoweringContext], Union[KernelCall, Mismatch]]] = {
     QLINEAR_CONV: _mac, QLINEAR_MATMUL: _mac, QLINEAR_ADD: _binary, QLINEAR_MUL: _binary,
-    QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool,
+    QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool, QLINEAR_SOFTMAX: _softmax,
 }
 
 
