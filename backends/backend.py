@@ -335,6 +335,12 @@ class KernelSchedules:
     their weights interleaved per tile of four units, padded to whole tiles and groups of four
     (`tvm_ext.kernels.extern_mac.interleave_weights`), for a core whose helper reads them so; False keeps TFLite's
     [unit, input] rows."""
+    whole_gate_rows: bool = False
+    """Whether the int8 lowering writes a recurrent cell's product (each LSTM gate's, an SVDF's feature product) that
+    takes no interleaved weights as one block over all of its units in TFLite's [unit, input] rows, the units padded to
+    whole tiles of four by zero rows (`tvm_ext.kernels.extern_mac.accumulate_rows`, `rows_padded`), for a core whose
+    helper computes every tile in one call (Helium's rows MAC); False: a loop over tiles of four units, each tile's
+    product its own block."""
     svdf_unit_rows: tuple[str, ...] = ()
     """The SVDF state types ("int8", "int16") whose time product and requantization the int8 lowering writes as one TE
     extern stage, unit after unit (`tvm_ext.kernels.svdf.svdf_output_rows`: each unit's rank filters' time weights in

@@ -47,8 +47,8 @@ OTHER_MACS = _kind("other multiply-accumulates", "MAC")
 POOL = _kind("pool or reduction", "input byte", "AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D", "MEAN", "SUM",
              "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "ARG_MAX", "ARG_MIN", "MaxPool", "AveragePool",
              "GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ArgMax",
-             "ArgMin")
-SOFTMAX = _kind("softmax", "output byte", "SOFTMAX", "LOG_SOFTMAX", "Softmax", "LogSoftmax")
+             "ArgMin", "QLinearAveragePool", "QLinearGlobalAveragePool")
+SOFTMAX = _kind("softmax", "output byte", "SOFTMAX", "LOG_SOFTMAX", "Softmax", "LogSoftmax", "QLinearSoftmax")
 RESIZE = _kind("resize", "output byte", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR", "Resize", "Upsample")
 REQUANTIZATION = _kind("requantization", "output byte", "QUANTIZE", "DEQUANTIZE", "CAST", "QuantizeLinear",
                        "DequantizeLinear", "Cast")

@@ -67,15 +67,19 @@ def build_for_cortex_m(source_text: str, include: Path, work_dir: Path, profile:
                     f"-I{include}", "-c", str(source), "-o", str(work_dir / f"{target.name}.o")], check=True)
 
 
-def run_c_program_under_qemu(folder: Path, profile: str, files: Mapping[str, str], timeout_s: float = 120.0
-                             ) -> QemuResult:
+def run_c_program_under_qemu(folder: Path, profile: str, files: Mapping[str, str], timeout_s: float = 120.0,
+                             strict: bool = False) -> QemuResult:
     """Build a C program for `profile`'s board in `folder` as an empty bundle "rq" whose selftest.c is the
     program: `files` (file name -> text; "selftest.c" has main, the rest are headers beside it), the board's
     support files (startup, UART0 output, system calls) and a Makefile with only the Cortex-M fragment; then run
-    it on QEMU in the bundles' sandbox (`emulator.qemu.run_qemu`: no host capability). The build must succeed."""
+    it on QEMU in the bundles' sandbox (`emulator.qemu.run_qemu`: no host capability). The build must succeed;
+    with `strict`, selftest.c (only: not the board's support files) is compiled under the strict warnings too
+    (STRICT_WARNINGS, -Werror: `build_for_cortex_m`'s check, on the same compile: the board build's flags are the
+    profile's flags, -Wall and -Wextra, plus -fstack-usage, -DLP_ICOUNT and its include folders)."""
+    strict_program = f"$(CORTEX_M_BUILD)/selftest.o: CORTEX_M_CFLAGS += {STRICT_WARNINGS}\n" if strict else ""
     empty = {"rq_kernels.c": "typedef int rq_kernels_empty;\n", "rq_model.c": "typedef int rq_model_empty;\n",
              "rq_weights.c": "typedef int rq_weights_empty;\n",
-             "Makefile": f"all:\n\t@echo host build\n\n{QEMU_TEST_MAKE_INCLUDE}\n"}
+             "Makefile": f"all:\n\t@echo host build\n\n{QEMU_TEST_MAKE_INCLUDE}\n{strict_program}"}
     for name, text in {**empty, **files}.items():
         (folder / name).write_text(text)
     config = profile_build_config(profile)

@@ -63,11 +63,12 @@ def two_region_profile(extends: str, name: str, fast: tuple[str, int], slow: tup
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The session's bundle cache: each (model, target) pair is compiled once per test session.
+# The session's bundle cache: each (model, target, compile options) is compiled once per test session.
 #
 #     def test_x(compiled, tmp_path):
 #         bundle = compiled("mlperf_tiny/vww_96_float.tflite", "cortex-m4f")   # shared: read it, never write
 #         mine = writable_copy(bundle, tmp_path)                              # a copy a test may modify
+#         plan = compiled(chain, "lowpower", patches="stream", build=False)   # options: tvm_ext.compile's
 #
 # `model` is a path relative to the shared models, or a ModelFactory (e.g. `example_model` below) that
 # writes the model into a folder; pass the same function object everywhere, since it is the cache key.
@@ -106,15 +107,24 @@ def cross_build_of(bundle: "Bundle") -> Path | None:
     return kept if kept.is_dir() else None
 
 
-class BundleCache:
-    """Bundles compiled once per session, keyed by (model, target profile name).
+CompileOptions = tuple[tuple[str, object], ...]
+"""Keyword arguments of tvm_ext.compile besides the model, target, output folder, jobs, log and keep_cross_build,
+sorted by name: part of a cached bundle's key."""
 
-    Under pytest-xdist the session's workers share one cache folder: the first worker to ask for a pair compiles
-    it while holding that pair's lock file, and saves the Bundle (pickled) beside it; the others wait for the
-    lock and load it. The bundles it returns are shared by every test that asks for the same pair: tests must
-    treat their folders and plans as read-only (use `writable_copy` to change a file). A pair the compiler
-    refuses (CompileError: the model or the profile's limits are at fault) is refused once too: its error is
-    saved (pickled) the same way and raised again to every test that asks for the pair.
+
+class BundleCache:
+    """Bundles compiled once per session, keyed by (model, target profile name, compile options).
+
+    The options are tvm_ext.compile's keyword arguments that a test passes (e.g. patches="stream", build=False):
+    every one of them is in the key, so two tests share a bundle only when they ask for the same compile; each
+    value must have a stable repr (str, bool, int, a tuple of them), which names the cache's folder.
+
+    Under pytest-xdist the session's workers share one cache folder: the first worker to ask for a key compiles
+    it while holding that key's lock file, and saves the Bundle and the compile's log lines (pickled) beside it;
+    the others wait for the lock and load them. The bundles it returns are shared by every test that asks for the
+    same key: tests must treat their folders and plans as read-only (use `writable_copy` to change a file). A key
+    the compiler refuses (CompileError: the model or the profile's limits are at fault) is refused once too: its
+    error is saved (pickled) the same way and raised again to every test that asks for the key.
 
     Each compile runs on one process (COMPILE_JOBS): the session's workers keep the cores busy already. The
     emulated self-test's cross build is kept beside the bundle (`cross_build_of`): a test building a driver from a
@@ -123,21 +133,33 @@ class BundleCache:
 
     def __init__(self, root: Path) -> None:
         self._root = root
-        self._bundles: dict[tuple[str | ModelFactory, str], "Bundle | CompileError"] = {}
+        self._results: dict[tuple[str | ModelFactory, str, CompileOptions],
+                            tuple["Bundle | CompileError", list[str]]] = {}
 
-    def __call__(self, model: str | ModelFactory, target: str = "lowpower") -> "Bundle":
-        key = (model, target)
-        if key not in self._bundles:
-            self._bundles[key] = self._compiled_once(model, target)
-        if isinstance(self._bundles[key], Exception):
-            raise self._bundles[key]
-        return self._bundles[key]
+    def __call__(self, model: str | ModelFactory, target: str = "lowpower", **options) -> "Bundle":
+        result = self._result(model, target, options)[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
 
-    def _compiled_once(self, model: str | ModelFactory, target: str) -> "Bundle | CompileError":
-        """The pair's bundle (or the CompileError that refused it) from the shared folder, compiled there first
-        unless a worker already did."""
+    def log_of(self, model: str | ModelFactory, target: str = "lowpower", **options) -> list[str]:
+        """The lines the compile of (model, target, options) logged (tvm_ext.compile's `log`: its stage lines and
+        what it says, e.g. the patches line), compiled first unless the session has it; a refusal's too."""
+        return list(self._result(model, target, options)[1])
+
+    def _result(self, model: str | ModelFactory, target: str, options: dict
+                ) -> tuple["Bundle | CompileError", list[str]]:
+        key = (model, target, tuple(sorted(options.items())))
+        if key not in self._results:
+            self._results[key] = self._compiled_once(*key)
+        return self._results[key]
+
+    def _compiled_once(self, model: str | ModelFactory, target: str, options: CompileOptions
+                       ) -> tuple["Bundle | CompileError", list[str]]:
+        """The key's bundle (or the CompileError that refused it) and its compile's log lines, from the shared
+        folder, compiled there first unless a worker already did."""
         name = model if isinstance(model, str) else f"{model.__module__}.{model.__qualname__}"
-        digest = hashlib.sha256(f"{name}\0{target}".encode()).hexdigest()[:8]
+        digest = hashlib.sha256(f"{name}\0{target}\0{options!r}".encode()).hexdigest()[:8]
         folder = self._root / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{target}-{digest}"
         saved = folder / "bundle.pickle"
         with open(self._root / f"{folder.name}.lock", "w") as lock:
@@ -149,14 +171,15 @@ class BundleCache:
             shutil.rmtree(folder, ignore_errors=True)  # what a compile that raised left behind
             (folder / "model").mkdir(parents=True)
             path = models_dir() / model if isinstance(model, str) else model(folder / "model")
+            lines: list[str] = []
             try:
-                result = compile(path, target, folder / "out", jobs=COMPILE_JOBS,
-                                 keep_cross_build=folder / KEPT_CROSS_BUILD)
+                result = compile(path, target, folder / "out", jobs=COMPILE_JOBS, log=lines.append,
+                                 keep_cross_build=folder / KEPT_CROSS_BUILD, **dict(options))
             except CompileError as refusal:
                 result = refusal
-            saved.with_suffix(".partial").write_bytes(pickle.dumps(result))
+            saved.with_suffix(".partial").write_bytes(pickle.dumps((result, lines)))
             saved.with_suffix(".partial").replace(saved)
-            return result
+            return result, lines
 
 
 def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:

@@ -205,13 +205,36 @@ class ScheduleKernels:
         scheduled = {gvar: schedule(func, schedules.mac) if isinstance(func, tirx.PrimFunc) else func
                      for gvar, func in mod.functions.items()}
         # choices the backend makes from every kernel of the bundle: those its choice changes scheduled again
-        choice = schedules.bundle_choice(
-            {gvar.name_hint: func for gvar, func in scheduled.items() if isinstance(func, tirx.PrimFunc)},
-            kernel_calls(mod["main"])) if schedules.bundle_choice is not None else None
+        choice = bundle_choice(schedules.bundle_choice, tvm.IRModule(scheduled)) \
+            if schedules.bundle_choice is not None else None
         if choice is not None:
-            scheduled = {gvar: schedule(mod[gvar], choice.kernels[gvar.name_hint])
-                         if gvar.name_hint in choice.kernels else func for gvar, func in scheduled.items()}
+            scheduled = {gvar: schedule(mod[gvar], choice[gvar.name_hint])
+                         if gvar.name_hint in choice else func for gvar, func in scheduled.items()}
         return tvm.IRModule(scheduled, attrs=mod.attrs).with_attr(LOWERED_FOR_ATTR, self.profile.name)
+
+
+def bundle_choice(choose, mod: tvm.IRModule) -> Optional[dict[str, object]]:
+    """The MAC schedules per kernel (PrimFunc name) whose schedule the backend's choice for the whole bundle
+    changes (``choose``: its `KernelSchedules.bundle_choice`), from `mod`'s kernels scheduled first and their calls,
+    each group of kernels tvm_ext.transform.share_constant_variants will share (`shared_groups`) seen as its first
+    kernel called by all their calls, as the one kernel it becomes, and its choice given to every member (so that
+    they stay one kernel but for their constants); None where it changes none."""
+    from tvm_ext.transform.share_constant_variants import shared_groups
+
+    first_of = {name: group[0] for group in shared_groups(mod) for name in group}
+
+    def first(name: str) -> str:
+        return first_of.get(name, name)
+
+    calls: dict[str, int] = {}
+    for name, count in kernel_calls(mod["main"]).items():
+        calls[first(name)] = calls.get(first(name), 0) + count
+    choice = choose({gvar.name_hint: func for gvar, func in mod.functions.items()
+                     if isinstance(func, tirx.PrimFunc) and first(gvar.name_hint) == gvar.name_hint}, calls)
+    if choice is None:
+        return None
+    return {gvar.name_hint: choice.kernels[first(gvar.name_hint)] for gvar in mod.functions
+            if first(gvar.name_hint) in choice.kernels}
 
 
 def kernel_calls(main: relax.Function) -> dict[str, int]:

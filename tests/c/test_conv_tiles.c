@@ -3,12 +3,13 @@
  * the prefix lp): lp_conv_tiles_s8 and lp_conv_tiles_s8_b16 against the plain sums of their contract requantized by
  * the scalar helpers (lp_requantize_double, lp_saturate_int8), and their out-of-line copies lp_conv_tiles_shared_s8
  * and _b16 and the pair tiles lp_pair_tiles_shared_s8 and _b16 (channel counts of whole tiles, the second pixel's
- * inputs PAIR_X_STRIDE bytes on) the same way, over every window of the window MAC tests
- * (cortex_m_test_values.h: rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum
- * values), channel counts 4..11 (whole tiles and every overlapping last tile), per-channel biases (int32 and
- * int16), multipliers
- * and shifts, zero points at either end; the bytes after the outputs must keep their value; a window of one run
- * read as three rows gives the same outputs, and LP_CHOOSE evaluates only the address it chooses. Built by
+ * inputs PAIR_X_STRIDE bytes on) the same way, and the table forms lp_conv_tiles_lut_s8, lp_conv_tiles_shared_lut_s8
+ * and lp_pair_tiles_shared_lut_s8 (each with _b16) with a table permuting the int8 values (their outputs mapped back
+ * by the inverse permutation before the check), over every window of the window MAC tests (cortex_m_test_values.h:
+ * rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum values), channel counts 4..11
+ * (whole tiles and every overlapping last tile), per-channel biases (int32 and int16), multipliers and shifts, zero
+ * points at either end; the bytes after the outputs must keep their value; a window of one run read as three rows
+ * gives the same outputs, and LP_CHOOSE evaluates only the address it chooses. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VMLADAVA, VQRDMULH). Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
@@ -20,6 +21,8 @@
 #define CHANNELS_MAX 11
 #define GUARD 3 /* bytes after the outputs that must keep their value */
 #define PAIR_X_STRIDE 3 /* the second pixel's inputs this many bytes after the first's (the pair tiles) */
+#define LUT_STEP 37 /* odd: i -> i * LUT_STEP + LUT_SHIFT (mod 256) permutes the table's 256 entries */
+#define LUT_SHIFT 11
 
 /* What the scalar loops the helper replaces store for output channel c. */
 static int8_t expected_out(const int8_t *x, const int8_t *w, const window_case *k, int32_t c, int32_t bias,
@@ -54,6 +57,12 @@ int main(void)
     static const int32_t zero_points[] = {-128, 0, 127, 5};
     static int8_t x_store[440 + PAIR_X_STRIDE], w_store[CHANNELS_MAX * 110 + 8];
     uint32_t state = 7;
+    int8_t table[256], inverse[256]; /* entry v + 128 for the value v */
+    for (int32_t i = 0; i < 256; ++i) {
+        const int32_t mapped = (i * LUT_STEP + LUT_SHIFT) % 256;
+        table[i] = (int8_t)(mapped - 128);
+        inverse[mapped] = (int8_t)(i - 128);
+    }
     int32_t failures = 0, cases = 0;
     for (int32_t i = 0; i < WINDOW_CASES; ++i) {
         const window_case k = window_case_of(i);
@@ -98,7 +107,38 @@ int main(void)
                                                 g_multiplier, g_shift, zero_point, k.x_row_stride,
                                                 k.w_channel_stride, k.rows, k.row_len, channels);
         guarded_back(0, shared16, channels);
-        if ((returned != 0 || outputs_wrong(out, x, w, &k, channels, bias, multiplier, shift, zero_point)
+        /* the table forms (inlined, out-of-line; int32 and int16 biases), their outputs mapped back */
+        int8_t luts[4][CHANNELS_MAX + GUARD];
+        for (int32_t form = 0; form < 4; ++form) {
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                luts[form][c] = (int8_t)0x5a;
+            }
+        }
+        returned |= lp_conv_tiles_lut_s8(guarded_copy(0, luts[0], channels), g_x, g_w, g_bias, g_multiplier, g_shift,
+                                         zero_point, k.x_row_stride, k.w_channel_stride, k.rows, k.row_len, channels,
+                                         table);
+        guarded_back(0, luts[0], channels);
+        returned |= lp_conv_tiles_lut_s8_b16(guarded_copy(0, luts[1], channels), g_x, g_w, g_bias16, g_multiplier,
+                                             g_shift, zero_point, k.x_row_stride, k.w_channel_stride, k.rows,
+                                             k.row_len, channels, table);
+        guarded_back(0, luts[1], channels);
+        returned |= lp_conv_tiles_shared_lut_s8(guarded_copy(0, luts[2], channels), g_x, g_w, g_bias, g_multiplier,
+                                                g_shift, zero_point, k.x_row_stride, k.w_channel_stride, k.rows,
+                                                k.row_len, channels, table);
+        guarded_back(0, luts[2], channels);
+        returned |= lp_conv_tiles_shared_lut_s8_b16(guarded_copy(0, luts[3], channels), g_x, g_w, g_bias16,
+                                                    g_multiplier, g_shift, zero_point, k.x_row_stride,
+                                                    k.w_channel_stride, k.rows, k.row_len, channels, table);
+        guarded_back(0, luts[3], channels);
+        int tables_wrong = 0;
+        for (int32_t form = 0; form < 4; ++form) {
+            for (int32_t c = 0; c < channels; ++c) {
+                luts[form][c] = inverse[luts[form][c] + 128];
+            }
+            tables_wrong |= outputs_wrong(luts[form], x, w, &k, channels, bias, multiplier, shift, zero_point);
+        }
+        if ((returned != 0 || tables_wrong
+             || outputs_wrong(out, x, w, &k, channels, bias, multiplier, shift, zero_point)
              || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)
              || outputs_wrong(shared, x, w, &k, channels, bias, multiplier, shift, zero_point)
              || outputs_wrong(shared16, x, w, &k, channels, bias, multiplier, shift, zero_point)) && failures++ < 8) {
@@ -123,11 +163,34 @@ int main(void)
                                                   g_multiplier, g_shift, zero_point, k.x_row_stride, k.rows,
                                                   k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels);
             guarded_back(0, pair16, pair_bytes);
+            /* the table forms, their outputs mapped back */
+            int8_t lut[2 * (CHANNELS_MAX + GUARD)], lut16[2 * (CHANNELS_MAX + GUARD)];
+            for (int32_t c = 0; c < 2 * (CHANNELS_MAX + GUARD); ++c) {
+                lut[c] = lut16[c] = (int8_t)0x5a;
+            }
+            paired |= lp_pair_tiles_shared_lut_s8(guarded_copy(0, lut, pair_bytes), pixels, g_w, g_bias,
+                                                  g_multiplier, g_shift, zero_point, k.x_row_stride, k.rows,
+                                                  k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels,
+                                                  table);
+            guarded_back(0, lut, pair_bytes);
+            paired |= lp_pair_tiles_shared_lut_s8_b16(guarded_copy(0, lut16, pair_bytes), pixels, g_w, g_bias16,
+                                                      g_multiplier, g_shift, zero_point, k.x_row_stride, k.rows,
+                                                      k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels,
+                                                      table);
+            guarded_back(0, lut16, pair_bytes);
+            for (int32_t p = 0; p < 2; ++p) {
+                for (int32_t c = 0; c < channels; ++c) {
+                    lut[p * pixel + c] = inverse[lut[p * pixel + c] + 128];
+                    lut16[p * pixel + c] = inverse[lut16[p * pixel + c] + 128];
+                }
+            }
             int wrong = paired != 0;
             for (int32_t p = 0; p < 2; ++p) {
                 const int8_t *px = x + p * PAIR_X_STRIDE;
                 wrong |= outputs_wrong(pair + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point)
-                    | outputs_wrong(pair16 + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point);
+                    | outputs_wrong(pair16 + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point)
+                    | outputs_wrong(lut + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point)
+                    | outputs_wrong(lut16 + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point);
             }
             if (wrong && failures++ < 8) {
                 printf("FAIL case %ld pair tiles: %ld channels\n", (long)i, (long)channels);

@@ -18,6 +18,7 @@ from packager.report import layer_report
     (("UNIDIRECTIONAL_SEQUENCE_LSTM",), 0, RECURRENT),  # a MAC kind whose MACs went uncounted stays one
     (("CONCATENATION", "LOGISTIC"), 0, ELEMENTWISE),
     (("MEAN",), 0, POOL),
+    (("QLinearGlobalAveragePool",), 0, POOL),  # onnxruntime's pools: per byte read, as MEAN (was elementwise)
     (("RESHAPE", "TRANSPOSE"), 0, DATA_MOVEMENT),
 ])
 def test_a_call_is_of_the_kind_of_its_operators(operators, macs, kind):

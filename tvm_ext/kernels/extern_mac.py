@@ -147,6 +147,45 @@ def accumulate_interleaved(acc: tirx.Buffer, start: tirx.Buffer, start_row: Sequ
     return nest
 
 
+def accumulate_rows(acc: tirx.Buffer, start: tirx.Buffer, start_row: Sequence[PrimExpr], data: tirx.Buffer,
+                    data_row: Sequence[PrimExpr], weights: tirx.Buffer, weight_prefix: Sequence[PrimExpr],
+                    name: str) -> tirx.Stmt:
+    """The loops ``for r < R: for k < K: acc[r] += int32(data[*data_row, k]) * int32(weights[*weight_prefix, r, k])``
+    around one reduction block named ``name`` whose init sets ``acc[r] = start[*start_row, r]``, for weights whose
+    last two axes are (R, K): TFLite's [row, input] layout, every row of a recurrent cell's product in one block
+    (a Helium core's helper computes it, R whole tiles of four rows, in one call:
+    ``backends.cortex_m.schedules.extern_helpers``; ``rows_padded`` pads R so). ``start_row``, ``data_row`` and
+    ``weight_prefix`` index every axis of ``start`` and ``data`` but the last, of ``weights`` but the last two; each
+    index becomes an iteration variable of the block, bound to it."""
+    count, depth = (int(extent) for extent in weights.shape[-2:])
+    r, k = tirx.Var("r", "int32"), tirx.Var("k", "int32")
+    row_vars = _row_vars([int(extent) for extent in (*start.shape[:-1], *data.shape[:-1], *weights.shape[:-2])])
+    start_vars = row_vars[:len(start_row)]
+    data_vars = row_vars[len(start_row):len(start_row) + len(data_row)]
+    weight_vars = row_vars[len(start_row) + len(data_row):]
+    vr = tirx.IterVar(tvm.ir.Range(0, count), tirx.Var("vr", "int32"), tirx.IterVar.DataPar)
+    vk = tirx.IterVar(tvm.ir.Range(0, depth), tirx.Var("vk", "int32"), tirx.IterVar.CommReduce)
+    data_index = [iv.var for iv in data_vars] + [vk.var]
+    weight_index = [iv.var for iv in weight_vars] + [vr.var, vk.var]
+    start_index = [iv.var for iv in start_vars] + [vr.var]
+    update = tirx.BufferStore(acc, acc[vr.var] + _centred(data[tuple(data_index)], 0)
+                              * _centred(weights[tuple(weight_index)], 0), [vr.var])
+    init = tirx.BufferStore(acc, start[tuple(start_index)], [vr.var])
+    reads = [_region(acc, [vr.var]), _region(data, data_index), _region(weights, weight_index),
+             _region(start, start_index)]
+    block = s_tir.SBlock([*row_vars, vr, vk], reads, reads[:1], name, update, init=init)
+    realize = s_tir.SBlockRealize([*start_row, *data_row, *weight_prefix, r, k], True, block)
+    return tirx.For(r, 0, count, tirx.ForKind.SERIAL, tirx.For(k, 0, depth, tirx.ForKind.SERIAL, realize))
+
+
+def rows_padded(weights: np.ndarray) -> np.ndarray:
+    """Weights (..., U, K) with U rounded up to whole tiles by zero rows (``padded_to_tiles``: the dual MAC's four
+    channels, the tile of ``accumulate_rows``' helper; the padded rows' sums, started at 0, stay 0 and no kernel
+    reads them)."""
+    *lead, units, _ = weights.shape
+    return np.pad(weights, [(0, 0)] * len(lead) + [(0, padded_to_tiles(units) - units), (0, 0)])
+
+
 def over_tiles(total: int, tile: int, body: Callable[[PrimExpr, int], tirx.Stmt], name: str) -> list[tirx.Stmt]:
     """``body(first, count)`` over ``total`` units in tiles of ``tile`` units: a loop (its variable ``name``) over
     the whole tiles, then one shorter tile of the remainder, each only where it has units."""

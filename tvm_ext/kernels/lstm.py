@@ -30,7 +30,7 @@ from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
 from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products,
-                         interleave_weights, over_tiles, padded_to_tiles)
+                         accumulate_rows, interleave_weights, over_tiles, padded_to_tiles)
 from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
                           saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
@@ -286,14 +286,21 @@ class GateProducts:
     """How the kernel computes each gate's two products (``gate_products``): with the input (hidden) zero point
     folded into int32 per-unit offsets where they fit (the MACs then multiply raw int8 values: the dual MAC's
     form), else subtracted in the product; and a bound of each gate's |product + bias| (its requantization's
-    cheapest exact helper); and whether both products' weights come interleaved (``interleave_gate_weights``): then
-    each gate's products run over all of its units at once (``lstm_int8``)."""
+    cheapest exact helper); and whether both products' weights come interleaved (``interleave_gate_weights``), or
+    in TFLite's rows padded to whole tiles (``tvm_ext.kernels.extern_mac.rows_padded``): then each gate's products
+    run over all of its units at once (``lstm_int8``)."""
 
     input_zero_point_folded: bool
     hidden_zero_point_folded: bool
     input_largest: tuple[int, ...]  # per gate, GATES order
     recurrent_largest: tuple[int, ...]
     interleaved: bool = False
+    rows: bool = False
+
+    @property
+    def whole_gates(self) -> bool:
+        """Whether each gate's products run over all of its units at once (interleaved or rows)."""
+        return self.interleaved or self.rows
 
 
 def interleave_gate_weights(weights: np.ndarray) -> np.ndarray:
@@ -304,10 +311,10 @@ def interleave_gate_weights(weights: np.ndarray) -> np.ndarray:
 
 
 def interleaves(units: int, depth: int, zero_points_folded: bool, weight_zero_points: tuple[int, ...]) -> bool:
-    """Whether the products of an LSTM of ``depth`` inputs and ``units`` units take interleaved weights where a
-    backend asks for them: raw int8 values multiplied (the input and hidden zero points folded into the offsets,
-    every weight zero point 0); units and inputs that are not whole tiles and groups are padded to them
-    (``interleave_gate_weights``)."""
+    """Whether the products of an LSTM of ``depth`` inputs and ``units`` units take interleaved weights (or whole
+    gates in rows) where a backend asks for them: raw int8 values multiplied (the input and hidden zero points folded
+    into the offsets, every weight zero point 0); units and inputs that are not whole tiles and groups are padded to
+    them (``interleave_gate_weights``; rows: the units only, ``tvm_ext.kernels.extern_mac.rows_padded``)."""
     return units > 0 and depth > 0 and zero_points_folded and not any(weight_zero_points)
 
 
@@ -322,18 +329,23 @@ def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[in
 
 
 def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights: np.ndarray,
-                  params: LstmParams, interleave: bool = False) -> tuple[np.ndarray, np.ndarray, GateProducts]:
-    """The kernel's input and recurrent offsets (int32 (4, U) each, (4, U') where interleaved: U rounded up to
-    whole tiles, 0 beyond U; what each gate's accumulators start from) and its ``GateProducts``, for the stacked
+                  params: LstmParams, interleave: bool = False,
+                  rows: bool = False) -> tuple[np.ndarray, np.ndarray, GateProducts]:
+    """The kernel's input and recurrent offsets (int32 (4, U) each, (4, U') where interleaved or rows: U rounded up
+    to whole tiles, 0 beyond U; what each gate's accumulators start from) and its ``GateProducts``, for the stacked
     int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U);
     with ``interleave`` (a backend's choice: ``backends.backend.KernelSchedules.interleaved_gate_weights``) both
-    products take interleaved weights where the shapes and zero points allow (``interleaves``)."""
+    products take interleaved weights where the shapes and zero points allow (``interleaves``); else with ``rows``
+    (``backends.backend.KernelSchedules.whole_gate_rows``) each gate's products run over all of its units in
+    TFLite's rows where they allow the same."""
     input_zps = tuple(gate.input_weights_zero_point for gate in params.gates)
     recurrent_zps = tuple(gate.recurrent_weights_zero_point for gate in params.gates)
     input_offsets = _offsets(bias, input_weights, input_zps, params.input_zero_point)
     recurrent_offsets = _offsets(np.zeros(bias.shape, np.int32), recurrent_weights, recurrent_zps,
                                  params.hidden_zero_point)
     depth, units = input_weights.shape[2], recurrent_weights.shape[2]
+    whole = interleaves(units, depth, input_offsets is not None and recurrent_offsets is not None,
+                        input_zps + recurrent_zps)
     products = GateProducts(
         input_zero_point_folded=input_offsets is not None,
         hidden_zero_point_folded=recurrent_offsets is not None,
@@ -344,13 +356,12 @@ def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights
         recurrent_largest=tuple(
             units * largest_centered("int8", params.hidden_zero_point) * largest_centered("int8", zp)
             for zp in recurrent_zps),
-        interleaved=interleave and interleaves(units, depth,
-                                               input_offsets is not None and recurrent_offsets is not None,
-                                               input_zps + recurrent_zps),
+        interleaved=interleave and whole,
+        rows=rows and not interleave and whole,
     )
     offsets = (bias.astype(np.int32) if input_offsets is None else input_offsets,
                np.zeros(bias.shape, np.int32) if recurrent_offsets is None else recurrent_offsets)
-    if products.interleaved:  # the padded units' sums start at 0 (their weights are 0: they stay there)
+    if products.whole_gates:  # the padded units' sums start at 0 (their weights are 0: they stay there)
         offsets = tuple(np.pad(o, ((0, 0), (0, padded_to_tiles(units) - units))) for o in offsets)
     return offsets[0], offsets[1], products
 
@@ -360,15 +371,16 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
               *, params: LstmParams, products: GateProducts) -> te.Tensor:
     """data int8 (T, B, I) time-major or (B, T, I), hidden int8 (B, U), cell int16 (B, U), input_weights int8
     (4, U, I), recurrent_weights int8 (4, U, U) (each ``interleave_gate_weights``' layout where ``products``
-    says so, then int8 or int16: the products read either), input_offsets and recurrent_offsets int32 (4, U)
+    says so, then int8 or int16: the products read either; (4, U', I) and (4, U', U), ``rows_padded``, where its
+    ``rows`` does), input_offsets and recurrent_offsets int32 (4, U)
     (``gate_products``), table uint16 (513,) (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U
     for I. Rewrites ``hidden`` and ``cell`` in place (the state after the last step).
 
     A TE extern stage of serial loops: per batch row and step, per gate and tile of GATE_TILE units, the
     input and the recurrent product into GATE_TILE int32 accumulators each, from their offsets (each product
     a reduction block of ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores; with interleaved weights
-    one block over every tile of the gate into U accumulators each, one helper call on DSP cores), then per unit
-    both
+    one block over every tile of the gate into U accumulators each, one helper call on DSP cores; with rows one
+    block over every row of the gate likewise, one helper call on Helium cores), then per unit both
     requantized into Q3.12, added and activated; then per unit the cell and hidden state update."""
     first, second = int(data.shape[0]), int(data.shape[1])
     steps, batch = (first, second) if params.time_major else (second, first)
@@ -382,8 +394,8 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         x, h, c, w_in, w_rec, in_offsets, rec_offsets, lut = ins
         out = outs[0]
         gates = tirx.decl_buffer((4, units), "int16", name="lstm_gates")
-        # interleaved: one pass per gate over all of its units (whole tiles); else per tile of GATE_TILE units
-        accumulators = padded_to_tiles(units) if products.interleaved else GATE_TILE
+        # interleaved or rows: one pass per gate over all of its units (whole tiles); else per tile of GATE_TILE units
+        accumulators = padded_to_tiles(units) if products.whole_gates else GATE_TILE
         acc_in = tirx.decl_buffer((accumulators,), "int32", name="lstm_input_acc")
         acc_rec = tirx.decl_buffer((accumulators,), "int32", name="lstm_recurrent_acc")
         temps = _Temps()
@@ -394,7 +406,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         h_padded = ZeroPaddedRow(h, [b], units, "lstm_hidden_padded") if products.interleaved else None
 
         def tile(index: int, gate_params: GateParams, first_unit: PrimExpr, count: int) -> tirx.Stmt:
-            """Gate ``index`` of units first_unit .. first_unit + count - 1 (all of them where interleaved)."""
+            """Gate ``index`` of units first_unit .. first_unit + count - 1 (all of them where whole gates)."""
             c_in, c_rec, c_out = (tirx.Var(name, "int32") for name in ("c_in", "c_rec", "c_out"))
 
             def weight_row(unit: PrimExpr) -> list[PrimExpr]:
@@ -419,6 +431,13 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
                                                        gate_row, "lstm_input_product")
                 recurrent_product = accumulate_interleaved(acc_rec, rec_offsets, gate_row, *h_padded.operand, w_rec,
                                                            gate_row, "lstm_recurrent_product")
+            elif products.rows:  # every row of the gate (count: all its units) from its offsets
+                gate_row = [tirx.const(index, "int32")]
+                starts = []
+                input_product = accumulate_rows(acc_in, in_offsets, gate_row, x, row, w_in, gate_row,
+                                                "lstm_input_product")
+                recurrent_product = accumulate_rows(acc_rec, rec_offsets, gate_row, h, [b], w_rec, gate_row,
+                                                    "lstm_recurrent_product")
             else:
                 starts = [start(c_in, acc_in, in_offsets), start(c_rec, acc_rec, rec_offsets)]
                 input_product = accumulate_products(acc_in, x, row, w_in, weight_row, count, depth,
@@ -439,7 +458,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             ])
 
         def gate(index: int, gate_params: GateParams) -> list[tirx.Stmt]:
-            if products.interleaved:
+            if products.whole_gates:
                 return [tile(index, gate_params, tirx.const(0, "int32"), units)]
             return over_tiles(units, GATE_TILE, lambda first, count: tile(index, gate_params, first, count), "v")
 

@@ -12,7 +12,9 @@ its rounding differ from float32's in tie and near-tie cases. On a core without 
 soft-float routines are IEEE-exact too, only slower: there the lowering asks for the bundle's integer helper of
 the same bits instead (``integer_requantization``: packager/templates/fixed_point_requantize_float32.h.in;
 on rv32imc 128 to 195 instructions per output fewer than soft float). Rounding half to even is computed from `floor`
-(exact for every finite float), not from the C library's current rounding mode.
+(exact for every finite float), not from the C library's current rounding mode; in a bundle a clamped value rounds
+with the bundle's helper of small values instead (the C cast's truncation and a step: no floorf, a library call on
+cortex-m4f; packager/templates/round_half_even_small.h.in).
 
 The accumulator is int32: sum((x - x_zero_point) * (w - w_zero_point)) (+ bias), padding counting as
 the zero point (a padded tap contributes nothing). Scales and zero points are tensors (graph inputs or
@@ -25,12 +27,13 @@ kernel computes it for each output element.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 from tvm import te, tirx
 
-from packager.fixed_point_c import REQUANTIZE_FLOAT32, REQUANTIZE_FLOAT32_OP
+from packager.fixed_point_c import (REQUANTIZE_FLOAT32, REQUANTIZE_FLOAT32_OP, ROUND_HALF_EVEN_SMALL,
+                                   ROUND_HALF_EVEN_SMALL_OP)
 
 from .fixed_point import register_helper_op
 
@@ -60,19 +63,36 @@ def round_half_to_even(value: tirx.PrimExpr) -> tirx.PrimExpr:
         "rounded_down", tirx.floor(unrounded), lambda below: rounded(unrounded, below)))
 
 
+def _expand_round_half_even_small(call: tirx.PrimExpr) -> tirx.PrimExpr:
+    """The bundle helper's value as ``round_half_to_even``'s floors (where no bundle helper is)."""
+    return round_half_to_even(call.args[0]).astype("int32")
+
+
+register_helper_op(ROUND_HALF_EVEN_SMALL_OP, ROUND_HALF_EVEN_SMALL, _expand_round_half_even_small)
+
+
 def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype: str) -> tirx.PrimExpr:
     """ONNX's saturate(round(value) + zero_point) in ``dtype`` (float32 ``value``, int32 ``zero_point``):
     clamped to [min - zero_point, max - zero_point] in float32 first (so no cast overflows; rounding is
-    monotone and keeps integers, so clamping first equals clamping after), then rounded half to even."""
+    monotone and keeps integers, so clamping first equals clamping after), then rounded half to even by the
+    bundle's helper of small values (packager/templates/round_half_even_small.h.in: the C cast's truncation and
+    a step, no floorf, which is a library call on cortex-m4f), ``round_half_to_even``'s floors elsewhere."""
     info = np.iinfo(dtype)
     low = (tirx.const(int(info.min), "int32") - zero_point).astype("float32")
     high = (tirx.const(int(info.max), "int32") - zero_point).astype("float32")
     clamped = tirx.max(tirx.min(value, high), low)
-    return (round_half_to_even(clamped).astype("int32") + zero_point).astype(dtype)
+    return (tirx.call_intrin("int32", ROUND_HALF_EVEN_SMALL_OP, clamped) + zero_point).astype(dtype)
 
 
-def _scalar(tensor: te.Tensor) -> tirx.PrimExpr:
-    """The one element of a per-tensor scale or zero point (shape [] or [1])."""
+ZeroPoint = Union[te.Tensor, int]
+"""A per-tensor zero point: a tensor (a graph input or a constant), or a constant's value, which the C then holds as
+an immediate (its clamp bounds folded)."""
+
+
+def _scalar(tensor: ZeroPoint) -> tirx.PrimExpr:
+    """The one element of a per-tensor scale or zero point (shape [] or [1]); a zero point's value as int32."""
+    if isinstance(tensor, int):
+        return tirx.const(tensor, "int32")
     return tensor(*([0] * len(tensor.shape)))
 
 
@@ -102,7 +122,7 @@ def _expand_requantize_float32(call: tirx.PrimExpr) -> tirx.PrimExpr:
 register_helper_op(REQUANTIZE_FLOAT32_OP, REQUANTIZE_FLOAT32, _expand_requantize_float32)
 
 
-def _requantized(accumulator: tirx.PrimExpr, multiplier: tirx.PrimExpr, output_zero_point: te.Tensor,
+def _requantized(accumulator: tirx.PrimExpr, multiplier: tirx.PrimExpr, output_zero_point: ZeroPoint,
                  dtype: str, integer_requantization: bool = False) -> tirx.PrimExpr:
     """onnxruntime's float32 requantization of one int32 accumulator (see the module docstring); with
     `integer_requantization` (cores without a floating-point unit) the bundle's integer helper of the same bits
@@ -117,15 +137,26 @@ def _requantized(accumulator: tirx.PrimExpr, multiplier: tirx.PrimExpr, output_z
 
 
 def qlinear_conv2d(
-    x: te.Tensor, w: te.Tensor, *, x_zero_point: te.Tensor, w_zero_point: te.Tensor, y_zero_point: te.Tensor,
+    x: te.Tensor, w: te.Tensor, *, x_zero_point: ZeroPoint, w_zero_point: te.Tensor, y_zero_point: ZeroPoint,
     strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int], group: int,
     bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
     w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, integer_requantization: bool = False,
+    zero_point_in_bias: bool = False, dtype: Optional[str] = None,
 ) -> te.Tensor:
     """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
     y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
     multiplier: ``multiplier``, or the three scales (see ``_multiplier``); ``integer_requantization``: in integers
-    (``_requantized``)."""
+    (``_requantized``). With ``zero_point_in_bias`` (weights of zero point 0, and ``bias`` holds the QLinearConv's
+    bias minus x's zero point times each channel's weight sum: the lowering's ``folded_conv_bias``) the sums
+    multiply the raw inputs, the padding's as x's zero point: the same int32 sums.
+
+    Sums over several input channels per group are computed pixel by pixel with the output channels innermost (an
+    [N, H, W, M] accumulator the output stage reads back into NCHW), so that the schedule's channel tiles
+    (``tvm_ext.schedule.kernel_schedule``) hold several channels' sums while each input tap is loaded once and the
+    core's MAC helpers take them (the DSP's dual_mac, RV32's mac_s8x4, at the NCHW channel stride). A depthwise
+    one's (one input channel per group) stay in NCHW order: its tiles would share no load and only copy the loop
+    body per border region (tv_shufflenet_s16_80_int8: cortex-m4f 228 K instructions fewer for 6.4 KB more code,
+    rv32imc 215 K for 11 KB, over the price of code, backends.code_price)."""
     n, channels, height, width = (int(d) for d in x.shape)
     out_channels, group_channels, kernel_h, kernel_w = (int(d) for d in w.shape)
     out_h = (height + pads[0] + pads[2] - (kernel_h - 1) * dilations[0] - 1) // strides[0] + 1
@@ -138,19 +169,29 @@ def qlinear_conv2d(
 
     def centered_x(b, channel, iy, ix):
         inside = tirx.all(iy >= 0, iy < height, ix >= 0, ix < width)
+        if zero_point_in_bias:
+            return tirx.if_then_else(inside, x[b, channel, iy, ix].astype("int32"), x_zp)
         return tirx.if_then_else(inside, x[b, channel, iy, ix].astype("int32") - x_zp, tirx.const(0, "int32"))
 
-    def accumulate(b, o, oy, ox):
+    def accumulate(b, oy, ox, o):
         tap = centered_x(b, (o // outputs_per_group) * group_channels + rc,
                          oy * strides[0] - pads[0] + ry * dilations[0], ox * strides[1] - pads[1] + rx * dilations[1])
-        weight = w[o, rc, ry, rx].astype("int32") - _per_channel(w_zero_point, o).astype("int32")
+        weight = w[o, rc, ry, rx].astype("int32")
+        if not zero_point_in_bias:
+            weight = weight - _per_channel(w_zero_point, o).astype("int32")
         return te.sum(tap * weight, axis=[rc, ry, rx])
 
-    accumulator = te.compute((n, out_channels, out_h, out_w), accumulate, name="accumulator")
-    dtype = str(y_zero_point.dtype)
+    if group_channels > 1:  # channels innermost: [N, H, W, M]
+        accumulator = te.compute((n, out_h, out_w, out_channels), accumulate, name="accumulator")
+        summed = lambda b, o, oy, ox: accumulator[b, oy, ox, o]  # noqa: E731
+    else:  # a depthwise one: NCHW
+        accumulator = te.compute((n, out_channels, out_h, out_w), lambda b, o, oy, ox: accumulate(b, oy, ox, o),
+                                 name="accumulator")
+        summed = lambda b, o, oy, ox: accumulator[b, o, oy, ox]  # noqa: E731
+    dtype = dtype or str(y_zero_point.dtype)
 
     def output(b, o, oy, ox):
-        total = accumulator[b, o, oy, ox] + (bias[o] if bias is not None else tirx.const(0, "int32"))
+        total = summed(b, o, oy, ox) + (bias[o] if bias is not None else tirx.const(0, "int32"))
         return _requantized(total, _multiplier(o, multiplier, x_scale, w_scale, y_scale), y_zero_point, dtype,
                             integer_requantization)
 
@@ -158,15 +199,16 @@ def qlinear_conv2d(
 
 
 def qlinear_matmul(
-    a: te.Tensor, b: te.Tensor, *, a_zero_point: te.Tensor, b_zero_point: te.Tensor, y_zero_point: te.Tensor,
+    a: te.Tensor, b: te.Tensor, *, a_zero_point: ZeroPoint, b_zero_point: te.Tensor, y_zero_point: ZeroPoint,
     multiplier: Optional[te.Tensor] = None, a_scale: Optional[te.Tensor] = None,
     b_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, bias: Optional[te.Tensor] = None,
-    integer_requantization: bool = False,
+    integer_requantization: bool = False, dtype: Optional[str] = None,
 ) -> te.Tensor:
     """QLinearMatMul: a [..., M, K] times b [..., K, N] (int8 or uint8, batch axes broadcast as numpy does)
     -> [..., M, N] in y_zero_point's type; b's scale and zero point per tensor or per column [N]; the
     requantization multiplier and ``integer_requantization`` as in ``qlinear_conv2d``. With ``bias`` (int32 [N],
-    com.microsoft QGemm's C) it is added to each accumulator of its column before the requantization."""
+    com.microsoft QGemm's C) it is added to each accumulator of its column before the requantization. Zero points
+    and ``dtype`` as in ``qlinear_conv2d``."""
     a_shape, b_shape = [int(d) for d in a.shape], [int(d) for d in b.shape]
     batch = list(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
     rows, depth, columns = a_shape[-2], a_shape[-1], b_shape[-1]
@@ -187,7 +229,7 @@ def qlinear_matmul(
 
     shape = (*batch, rows, columns)
     accumulator = te.compute(shape, accumulate, name="accumulator")
-    dtype = str(y_zero_point.dtype)
+    dtype = dtype or str(y_zero_point.dtype)
     def biased(*index):
         return accumulator(*index) + (bias[index[-1]] if bias is not None else tirx.const(0, "int32"))
 
@@ -196,16 +238,24 @@ def qlinear_matmul(
         integer_requantization), name="qlinear_matmul")
 
 
-def _along(tensor: te.Tensor, index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
-    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index``."""
-    return _per_channel(tensor, index[axis])
+def _along(tensor: Union[te.Tensor, int, float], index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
+    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index`` (empty
+    for a scalar's, whose quantization is per tensor); a value (a per-tensor constant's) as an immediate: a zero
+    point's int32, a scale's float32."""
+    if isinstance(tensor, int):
+        return tirx.const(tensor, "int32")
+    if isinstance(tensor, float):
+        return tirx.const(tensor, "float32")
+    return _per_channel(tensor, index[axis]) if index else _scalar(tensor)
 
 
-def quantize_linear(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor, *, axis: int) -> te.Tensor:
+def quantize_linear(data: te.Tensor, scale: Union[te.Tensor, float], zero_point: ZeroPoint, *, axis: int,
+                    dtype: Optional[str] = None) -> te.Tensor:
     """ONNX QuantizeLinear, per tensor or per axis, as onnxruntime computes it: saturate(round(x / scale) +
-    zero_point) in zero_point's type, the float32 quotient rounded half to even. ``scale`` and ``zero_point``
-    are tensors (constants or graph inputs)."""
-    dtype = str(zero_point.dtype)
+    zero_point) in zero_point's type (``dtype`` where it is a value), the float32 quotient rounded half to even.
+    ``scale`` and ``zero_point`` are tensors (constants or graph inputs), or a per-tensor constant's values (the
+    C's immediates: the float32 scale exactly, tvm_ext.codegen.exact_float_constants)."""
+    dtype = dtype or str(zero_point.dtype)
     return te.compute(data.shape, lambda *i: saturate_half_to_even(
         data(*i) / _along(scale, i, axis), _along(zero_point, i, axis).astype("int32"), dtype), name="quantize_linear")
 

@@ -29,7 +29,7 @@ from packager.fixed_point_c import SATURATE_INT8_OP
 from tvm_ext.tir.extern_stage import STATE_SHIFT_ANNOTATION
 
 from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products,
-                         accumulate_row, over_tiles, padded_to_tiles)
+                         accumulate_row, accumulate_rows, over_tiles, padded_to_tiles)
 from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier, saturate_int16
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
@@ -68,12 +68,14 @@ tile."""
 
 def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tensor, feature_offsets: te.Tensor, *,
                       memory: int, state_zero_point: int, multiplier: int, shift: int,
-                      rounding: Rounding, interleaved: bool = False) -> te.Tensor:
+                      rounding: Rounding, interleaved: bool = False, rows: bool = False) -> te.Tensor:
     """data (B, I) int8, state (B, F*memory) int16/int8, weight_feature (F, I) int8, feature_offsets int32[F]
     (``svdf_feature_offsets``) -> the new state. ``interleaved`` (a backend's choice,
     ``backends.backend.KernelSchedules.interleaved_gate_weights``): weight_feature comes in
     ``tvm_ext.kernels.extern_mac.interleave_weights``' layout (F and I padded to whole tiles and groups of
-    four by zero weights), feature_offsets int32[F'] (0 beyond F).
+    four by zero weights), feature_offsets int32[F'] (0 beyond F); else ``rows`` (``whole_gate_rows``):
+    weight_feature (F', I) in TFLite's rows, F padded to whole tiles by zero rows
+    (``tvm_ext.kernels.extern_mac.rows_padded``), feature_offsets int32[F'] likewise.
 
     A TE extern stage of plain serial loops, per batch: first the whole row's shift, one ascending copy
     ``new[b, i] = old[b, i + 1]`` (marked ``STATE_SHIFT_ANNOTATION``; it moves every filter's memory one step left;
@@ -83,7 +85,8 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     the input, ``tvm_ext.kernels.extern_mac``), then each filter's
     newest column; interleaved, the products of every filter first (one block over all the tiles, starting at
     the offsets: one helper call on DSP cores, over a zero-padded copy of the input row where I is not whole
-    groups), then every newest column. The kernel is correct when its output is its state input: the copy
+    groups; with ``rows`` one block over every row of the weights, one helper call on Helium cores), then every newest
+    column. The kernel is correct when its output is its state input: the copy
     writes element i after reading element i + 1, and the products read no state.
     """
     batch, depth = (int(d) for d in data.shape)
@@ -94,7 +97,7 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     def build(ins, outs):
         x, old, weights, offsets = ins
         new = outs[0]
-        acc = tirx.decl_buffer((padded_to_tiles(filters) if interleaved else FEATURE_TILE,), "int32",
+        acc = tirx.decl_buffer((padded_to_tiles(filters) if interleaved or rows else FEATURE_TILE,), "int32",
                                name="svdf_feature_acc")
         b = tirx.Var("b", "int32")
 
@@ -120,20 +123,24 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
             return tirx.SeqStmt([init, mac, write])
 
         def all_filters() -> list[tirx.Stmt]:
-            """Every filter's product over interleaved weights (from its offset), then every newest column."""
+            """Every filter's product over interleaved weights or rows (from its offset), then every newest
+            column."""
             c_write = tirx.Var("c_write", "int32")
-            row = ZeroPaddedRow(x, [b], depth, "svdf_input_padded")
-            mac = accumulate_interleaved(acc, offsets, [], *row.operand, weights, [], "svdf_feature_product")
+            if interleaved:
+                row = ZeroPaddedRow(x, [b], depth, "svdf_input_padded")
+                mac = accumulate_interleaved(acc, offsets, [], *row.operand, weights, [], "svdf_feature_product")
+                padded.extend([row] if row.buffer is not None else [])
+            else:
+                mac = accumulate_rows(acc, offsets, [], x, [b], weights, [], "svdf_feature_product")
             write = tirx.For(c_write, 0, filters, tirx.ForKind.SERIAL,
                              tirx.BufferStore(new, newest(c_write), [b, c_write * memory + memory - 1]))
-            padded.extend([row] if row.buffer is not None else [])
             return [*(copy.fill() for copy in padded), mac, write]
 
         i = tirx.Var("i", "int32")
         padded: list[ZeroPaddedRow] = []
         steps = [tirx.For(i, 0, filters * memory - 1, tirx.ForKind.SERIAL,
                           tirx.BufferStore(new, old[b, i + 1], [b, i]), annotations={STATE_SHIFT_ANNOTATION: 1}),
-                 *(all_filters() if interleaved else over_tiles(filters, FEATURE_TILE, feature_tile, "t"))]
+                 *(all_filters() if interleaved or rows else over_tiles(filters, FEATURE_TILE, feature_tile, "t"))]
         return tirx.SeqStmt([tirx.AllocBuffer(acc), *(tirx.AllocBuffer(copy.buffer) for copy in padded),
                              *(copy.zero_tail() for copy in padded),
                              tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.SeqStmt(steps))])

@@ -12,12 +12,22 @@ call (`_SHIFT_KEPT`): its helper folds its nudge and shift with it, so kernels o
 direction of a shift and the other choices made from the constants (the helper's form, `right_shift_only`) are the
 call's operator, part of the template.
 
-A group is shared only where that pays at the code price (`Group.pays`): the code of the kernels dropped, less the
-constants' arrays and each call's extra argument, against the loads of the constants every call runs.
+A scheduled kernel that calls a backend helper has positions in its call too: the helper's *value* arguments
+(`helper_value_arguments`: int32 immediates that are neither an address nor a size its registered access reads,
+such as an input zero point), so the per-step fully connected kernels of an unrolled GRU, equal but for their input
+zero point, share one. The kernels left unshared are grouped once more with their loads' index offsets as positions
+too (`variable_immediates(offsets=True)`; one slot only, whose range over the calls index_checks bounds each index
+by): an UNPACK's pieces that stay copies (unaligned for a view) share one kernel.
+
+A group is shared only where that pays at the code price (`Group.pays`): the code of the kernels dropped
+(`kernel_bytes`), less the constants' arrays and every call's extra argument, against the loads of the constants
+every call runs. A backend's choices made per kernel for the whole bundle see each paying group as the one kernel it
+becomes (`shared_groups`, tvm_ext.lower.bundle_choice).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -30,6 +40,7 @@ from backends.code_price import INSTRUCTIONS_PER_BYTE
 from packager.fixed_point_c import REQUANTIZE_OPS
 from tvm_ext.layers import (BROADCAST_LOOKUP_ATTR, CONSTANT_RANGES_ATTR, ELEMENTWISE_LOOKUP_ATTR, INDEX_GUARDS_ATTR,
                             OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR)
+from tvm_ext.tir.helper_access import Arg, helper_access
 from tvm_ext.tir.kernel_names import constant_roles
 from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
@@ -51,25 +62,66 @@ CONSTANTS_ROLE = "constants"
 
 BYTES_PER_NODE = 2
 """Code bytes per TIR expression node of a kernel's stores, an estimate: about one Thumb-2 or RV32C instruction
-(2 B) a node, its loop and call overhead left out (so the estimate is low: sharing is decided conservatively)."""
-CALL_ARGUMENT_BYTES = 4
-"""Code bytes of one more pointer argument at a call (one address load into a register)."""
+(2 B) a node (low: sharing is decided conservatively)."""
+LOOP_BYTES = 8
+"""Code bytes of a loop's control: its counter's start, step, test and branch (four 2-byte instructions)."""
+FUNCTION_BYTES = 4
+"""Code bytes of a kernel's own entry and return, at least (one register saved, one return)."""
+CALL_ARGUMENT_BYTES = 8
+"""Code bytes of one more pointer argument at a call: its address loaded (a literal's 2 B load and 4 B pool entry
+on Thumb-2, LUI and ADDI on RV32) and, past the registers' arguments, stored on the stack; measured 7.2 (m4f),
+7.1 (m55), 7.7 (rv32imc) B a call in kws_gru_40x16's run function."""
 
 
-def _map_stores(stmt: tirx.Stmt, rewrite: Callable) -> tirx.Stmt:
-    """`stmt` with `rewrite(value)` for each stored value, inside blocks too (stores in source order)."""
+def helper_value_arguments(call) -> tuple[int, ...]:
+    """The positions of `call`'s *value* arguments, if it is a call of a backend helper whose access is registered
+    (tvm_ext.tir.helper_access): its int32 immediates that are neither a pointer the access names nor a size or
+    stride its axes read (a zero point, an offset), which the helper's C takes as run-time parameters and which
+    no bound of its memory access depends on. Empty for any other call."""
+    if not (isinstance(call, tvm.ir.Call) and isinstance(call.op, tvm.ir.Op)):
+        return ()
+    access = helper_access(call.op.name)
+    if access is None:
+        return ()
+    named = {reach.argument for reach in access.pointers}
+    named |= {size.index for reach in access.pointers for axis in reach.axes for size in (axis.extent, axis.stride)
+              if isinstance(size, Arg)}
+    return tuple(k for k, arg in enumerate(call.args)
+                 if k not in named and isinstance(arg, tirx.IntImm) and _int32(arg))
+
+
+def _whole(region) -> tirx.BufferRegion:
+    """The region of all of `region`'s buffer."""
+    return tirx.BufferRegion(region.source, [tvm.ir.Range.from_min_extent(0, extent) for extent in region.source.shape])
+
+
+def _map_stores(stmt: tirx.Stmt, rewrite: Callable, whole_reads: bool = False, in_loop: bool = False) -> tirx.Stmt:
+    """`stmt` with `rewrite(value)` for each stored value, inside blocks too, and for each value argument of an
+    evaluated helper call (`helper_value_arguments`) outside any loop of more than one pass (`in_loop`: inside one, where an inlined
+    helper specialized on the value at every pixel would lose that: mobilenet_v2_050_64 cortex-m4f +181,000
+    instructions for 932 B), in source order; with `whole_reads`, each block reading all of each buffer it reads
+    (where its loads' index offsets become the constants': their regions no longer known)."""
+    in_loop = in_loop or (isinstance(stmt, tirx.For)
+                          and not (isinstance(stmt.extent, tirx.IntImm) and int(stmt.extent.value) == 1))
     if isinstance(stmt, s_tir.SBlockRealize):
-        block = _map_stores(stmt.block, rewrite)
+        block = _map_stores(stmt.block, rewrite, whole_reads, in_loop)
         return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
     if isinstance(stmt, s_tir.SBlock):
-        body = _map_stores(stmt.body, rewrite)
-        return stmt if body.same_as(stmt.body) else s_tir.SBlock(
-            stmt.iter_vars, stmt.reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
+        body = _map_stores(stmt.body, rewrite, whole_reads, in_loop)
+        reads = [_whole(region) for region in stmt.reads] if whole_reads else stmt.reads
+        return stmt if body.same_as(stmt.body) and not whole_reads else s_tir.SBlock(
+            stmt.iter_vars, reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
             stmt.match_buffers, stmt.annotations)
     if isinstance(stmt, tirx.BufferStore):
         value = rewrite(stmt.value)
         return stmt if value.same_as(stmt.value) else tirx.BufferStore(stmt.buffer, value, stmt.indices)
-    return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite))
+    if isinstance(stmt, tirx.Evaluate) and not in_loop and helper_value_arguments(stmt.value):
+        call, positions = stmt.value, helper_value_arguments(stmt.value)
+        args = [rewrite(arg) if k in positions else arg for k, arg in enumerate(call.args)]
+        if all(new.same_as(old) for new, old in zip(args, call.args)):
+            return stmt
+        return tirx.Evaluate(tvm.ir.Call(call.op, args, call.attrs, ret_ty=call.ty))
+    return map_child_stmts(stmt, lambda child: _map_stores(child, rewrite, whole_reads, in_loop))
 
 
 def _narrowing(node) -> bool:
@@ -144,18 +196,23 @@ def _without_zero_offsets(value: tirx.Expr) -> tirx.Expr:
     return map_nodes(value, bare)
 
 
-def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], tirx.Expr]) -> tirx.PrimFunc:
+def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], tirx.Expr],
+                     offsets: bool = False) -> tirx.PrimFunc:
     """`func` with its k-th variable immediate (`variable_immediates`' order: in each stored value, its offsets
     explicit (`explicit_offsets`), in pre-order) replaced by `replace(k, imm)`.
 
-    Only the immediates of stored values vary, never an index's: a load's indices keep their immediates (an
-    offset there would read x[i + constants[k]], which index_checks cannot bound), except under a narrowing cast
-    (`_narrowing`: a lookup table's index `(int8)(value) + 128`, whose range does not depend on them)."""
+    The immediates of a load's indices stay, except under a narrowing cast (`_narrowing`: a lookup table's index
+    `(int8)(value) + 128`, whose range does not depend on them) and, with `offsets`, each int32 index's own offset
+    (its c in x + c, 0 where it has none; x keeps its immediates): the one position a template of index offsets
+    varies (`constant_groups`), which index_checks bounds by the range of the values the calls pass (a constant
+    operand's, CONSTANT_RANGES_ATTR: each bound then one member's own access)."""
     count = [0]
 
     def rewrite(node) -> Optional[tirx.Expr]:
         if isinstance(node, tvm.ir.TensorLoad):
-            return in_index(node)
+            if not offsets:
+                return in_index(node)
+            return tirx.BufferLoad(node.source, [offset_index(index) for index in node.indices])
         if isinstance(node, tirx.IntImm) and str(node.ty.dtype) == "int32":
             count[0] += 1
             return replace(count[0] - 1, node)
@@ -165,32 +222,66 @@ def _with_immediates(func: tirx.PrimFunc, replace: Callable[[int, tirx.IntImm], 
                                ret_ty=node.ty)
         return None
 
+    def offset_index(index: tirx.Expr) -> tirx.Expr:
+        dtype = str(index.ty.dtype)
+        x, c = _index_offset(index)
+        if dtype not in ("int32", "int64") or not INT32_MIN < c < 2**31:
+            return map_nodes(index, in_index)
+        term = rewrite(tirx.IntImm("int32", c))
+        if isinstance(term, tirx.IntImm):
+            term = tirx.IntImm(dtype, int(term.value))
+        elif dtype != "int32":
+            term = tirx.Cast(dtype, term)
+        return term if x is None else tirx.Add(map_nodes(x, in_index), term)
+
     in_index = _keeping_indices(rewrite)
-    return func.with_body(_map_stores(func.body, lambda value: map_nodes(explicit_offsets(value), rewrite)))
+    return func.with_body(_map_stores(func.body, lambda value: map_nodes(explicit_offsets(value), rewrite), offsets))
 
 
-def variable_immediates(func: tirx.PrimFunc) -> tuple[tirx.PrimFunc, tuple[int, ...]]:
+def _index_offset(index: tirx.Expr) -> tuple[Optional[tirx.Expr], int]:
+    """(x, c) where `index` is x + c or x - (-c) of an integer immediate c, (None, c) where it is c, else
+    (index, 0)."""
+    if isinstance(index, tirx.IntImm):
+        return None, int(index.value)
+    if isinstance(index, (tirx.Add, tirx.Sub)) and isinstance(index.b, tirx.IntImm):
+        return index.a, int(index.b.value) if isinstance(index, tirx.Add) else -int(index.b.value)
+    return index, 0
+
+
+def variable_immediates(func: tirx.PrimFunc, offsets: bool = False) -> tuple[tirx.PrimFunc, tuple[int, ...]]:
     """(`func`'s template, the values of its variable immediates in order): every int32 immediate of a stored
-    value but an index's (`_with_immediates`) and a requantization's shift; the template holds each as 0."""
+    value but an index's (with `offsets`, each index's own offset too: `_with_immediates`) and a requantization's
+    shift; the template holds each as 0."""
     values: list[int] = []
 
     def masked(k: int, imm: tirx.IntImm) -> tirx.Expr:
         values.append(int(imm.value))
         return tirx.IntImm("int32", 0)
 
-    return _with_immediates(func, masked), tuple(values)
+    return _with_immediates(func, masked, offsets), tuple(values)
 
 
-def _store_nodes(func: tirx.PrimFunc) -> int:
-    """The expression nodes of `func`'s stored values: its code size in `BYTES_PER_NODE` units (an estimate)."""
-    return sum(sum(1 for _ in walk(node.value)) for node in walk(func.body) if isinstance(node, tirx.BufferStore))
+def _valued(stmt) -> bool:
+    """Whether `stmt` is a store or a helper call with value arguments: a statement whose immediates vary
+    (`_map_stores`)."""
+    return isinstance(stmt, tirx.BufferStore) or (isinstance(stmt, tirx.Evaluate)
+                                                  and bool(helper_value_arguments(stmt.value)))
+
+
+def kernel_bytes(func: tirx.PrimFunc) -> int:
+    """`func`'s code in bytes, an estimate: `BYTES_PER_NODE` for each expression node of its stored values and
+    helper calls (`_valued`) and for each such statement, `LOOP_BYTES` a loop, `FUNCTION_BYTES`."""
+    nodes = sum(1 + sum(1 for _ in walk(node.value)) for node in walk(func.body) if _valued(node))
+    loops = sum(1 for node in walk(func.body) if isinstance(node, tirx.For))
+    return nodes * BYTES_PER_NODE + loops * LOOP_BYTES + FUNCTION_BYTES
 
 
 def constant_loads(shared: tirx.PrimFunc) -> int:
-    """The loads of `shared`'s constants one call runs: each store's loads of the CONSTANTS_ROLE buffer times the
-    iterations of the loops around it (constant extents; a loop of another extent counted once)."""
+    """The loads of `shared`'s constants one call runs: each store's or helper call's (`_valued`) loads of the
+    CONSTANTS_ROLE buffer times the iterations of the loops around it (constant extents; a loop of another extent
+    counted once)."""
     def count(stmt, iterations: int) -> int:
-        if isinstance(stmt, tirx.BufferStore):
+        if _valued(stmt):
             return iterations * sum(1 for node in walk(stmt.value)
                                     if isinstance(node, tvm.ir.TensorLoad) and node.source.name == CONSTANTS_ROLE)
         if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm):
@@ -209,27 +300,31 @@ class Group:
     names: tuple[str, ...]
     slot_of: dict
     values: dict
+    offsets: bool = False
+    """Whether the template's positions include its loads' index offsets (`variable_immediates`)."""
 
     @property
     def slots(self) -> int:
         """The length of each call's array of constants."""
         return len(self.values[self.names[0]])
 
-    def pays(self, nodes: int, loads: int) -> bool:
-        """Whether one shared kernel (its stores `nodes` expression nodes, `loads` loads of its constants a call)
-        pays at the code price (`INSTRUCTIONS_PER_BYTE`): the code of the members but one, less each call's array
-        (4 B a value) and extra argument, is worth more than the loads (an instruction each) of every call."""
-        saved = (len(self.names) - 1) * nodes * BYTES_PER_NODE \
-            - len(self.names) * (4 * self.slots + CALL_ARGUMENT_BYTES)
-        return saved > 0 and saved * INSTRUCTIONS_PER_BYTE > len(self.names) * loads
+    def pays(self, kernel_bytes: int, loads: int, calls: int) -> bool:
+        """Whether one shared kernel (`kernel_bytes` of code, `loads` loads of its constants a call) for the
+        group's `calls` calls in all pays at the code price (`INSTRUCTIONS_PER_BYTE`): the code of the members
+        but one, less each member's array (4 B a value; calls of one member pass one array) and each call's extra
+        argument, is worth more than the loads (an instruction each) of every call."""
+        saved = (len(self.names) - 1) * kernel_bytes - len(self.names) * 4 * self.slots - calls * CALL_ARGUMENT_BYTES
+        return saved > 0 and saved * INSTRUCTIONS_PER_BYTE > calls * loads
 
 
-def constant_groups(funcs: dict[str, tirx.PrimFunc]) -> list[Group]:
-    """The groups of two or more of `funcs` (name -> PrimFunc, call order) whose templates are structurally equal
-    and whose immediates differ somewhere (kernels equal outright are unique_kernels' to merge)."""
+def constant_groups(funcs: dict[str, tirx.PrimFunc], offsets: bool = False) -> list[Group]:
+    """The groups of two or more of `funcs` (name -> PrimFunc, call order) whose templates (with `offsets`, their
+    loads' index offsets among their positions: `variable_immediates`) are structurally equal and whose immediates
+    differ somewhere (kernels equal outright are unique_kernels' to merge). A group of index offsets has one slot:
+    the range of its one value over the calls then bounds each index by a member's own (`_with_immediates`)."""
     buckets: dict[int, list[list]] = {}
     for name, func in funcs.items():
-        template, values = variable_immediates(func)
+        template, values = variable_immediates(func, offsets)
         key = tvm_ffi.structural_hash(template)
         same = next((b for b in buckets.get(key, []) if tvm_ffi.structural_equal(b[0], template)), None)
         if same is None:
@@ -243,10 +338,11 @@ def constant_groups(funcs: dict[str, tirx.PrimFunc]) -> list[Group]:
             continue
         columns = list(zip(*(values for _, values in members)))
         distinct = list(dict.fromkeys(column for column in columns if len(set(column)) > 1))
-        if distinct:
+        if distinct and not (offsets and len(distinct) > 1):
             slot_of = {k: distinct.index(column) for k, column in enumerate(columns) if column in distinct}
             groups.append(Group(tuple(n for n, _ in members), slot_of,
-                                {n: tuple(column[i] for column in distinct) for i, (n, _) in enumerate(members)}))
+                                {n: tuple(column[i] for column in distinct) for i, (n, _) in enumerate(members)},
+                                offsets))
     return groups
 
 
@@ -285,7 +381,7 @@ def shared_kernel(func: tirx.PrimFunc, group: Group, roles: Sequence[str]) -> ti
         slot = group.slot_of.get(k)
         return imm if slot is None else tirx.BufferLoad(buffer, [tirx.IntImm("int64", slot)])
 
-    body = _map_stores(_with_immediates(func, replace).body, _without_zero_offsets)
+    body = _map_stores(_with_immediates(func, replace, group.offsets).body, _without_zero_offsets)
     num_inputs = len(roles)
     params = [*func.params[:num_inputs], buffer, *func.params[num_inputs:]]
     shared = tirx.PrimFunc(params, body, func.ret_type, func.attrs)
@@ -311,10 +407,10 @@ def _calls(main: relax.Function):
                 yield binding
 
 
-def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
-    """`mod` with each paying group of kernels `main` calls (`constant_groups` of their inputs in first-read order,
-    `in_first_read_order`; `Group.pays`) replaced by one shared kernel (`shared_kernel`, named after the group's
-    first), each call passing its operands in that order and its constants' array."""
+def _paying_groups(mod: tvm.IRModule) -> tuple[list[tuple[Group, tirx.PrimFunc]], dict[str, tuple[int, ...]]]:
+    """Each paying group of the kernels `main` calls (`constant_groups` of their inputs in first-read order,
+    `in_first_read_order`, then of the kernels left with their index offsets too; `Group.pays` priced for all the
+    calls of its members) with its shared kernel (`shared_kernel`), and each kernel's input order."""
     main = mod["main"]
     funcs, orders, operands_of = {}, {}, {}
     for binding in _calls(main):
@@ -323,15 +419,33 @@ def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
             operands_of[gvar.name_hint] = list(binding.value.args[1].fields)
             funcs[gvar.name_hint], orders[gvar.name_hint] = in_first_read_order(
                 mod[gvar], len(operands_of[gvar.name_hint]))
-    shared = []
-    for group in constant_groups(funcs):
-        first = group.names[0]
-        if len({len(orders[n]) for n in group.names}) != 1:
-            continue
-        kernel = shared_kernel(funcs[first], group, input_roles(
-            funcs[first], [operands_of[first][k] for k in orders[first]]))
-        if group.pays(_store_nodes(funcs[first]), constant_loads(kernel)):
-            shared.append((group, kernel))
+    calls = Counter(binding.value.args[0].name_hint for binding in _calls(main))
+    shared: list[tuple[Group, tirx.PrimFunc]] = []
+    for offsets in (False, True):
+        left = {name: func for name, func in funcs.items() if not any(name in g.names for g, _ in shared)}
+        for group in constant_groups(left, offsets):
+            first = group.names[0]
+            if len({len(orders[n]) for n in group.names}) != 1:
+                continue
+            kernel = shared_kernel(funcs[first], group, input_roles(
+                funcs[first], [operands_of[first][k] for k in orders[first]]))
+            if group.pays(kernel_bytes(funcs[first]), constant_loads(kernel), sum(calls[n] for n in group.names)):
+                shared.append((group, kernel))
+    return shared, orders
+
+
+def shared_groups(mod: tvm.IRModule) -> list[tuple[str, ...]]:
+    """The kernels (PrimFunc names, call order) of each group `share_constant_variants` would make of `mod`'s: for a
+    choice made per kernel (a backend's `bundle_choice`) to see each such group as the one kernel it becomes."""
+    return [group.names for group, _ in _paying_groups(mod)[0]]
+
+
+def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
+    """`mod` with each paying group of kernels `main` calls (`_paying_groups`) replaced by one shared kernel
+    (`shared_kernel`, named after the group's first), each call passing its operands in that order and its
+    constants' array."""
+    main = mod["main"]
+    shared, orders = _paying_groups(mod)
     if not shared:
         return mod
     group_of = {name: group for group, _ in shared for name in group.names}

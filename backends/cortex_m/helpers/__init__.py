@@ -51,7 +51,7 @@ from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV
                                                   mac_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
 from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_left_shifts_c, helium_mac_helpers_c,
-                                               helium_qlinear_c, helium_requantize_c)
+                                               helium_mac_rows_c, helium_qlinear_c, helium_requantize_c)
 from backends.cortex_m.helpers.pointwise_few_c import pointwise_few_helper_c
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
@@ -112,6 +112,10 @@ HELIUM_MAX_HELPERS = HelperLibrary("cortex_m_helium_max", helium_max_s8_helper_c
 """The int8 maximum of runs on Helium cores (`copy_c.HELIUM_MAX_S8_TEMPLATE`: MAX_POOL_2D's taps 16 lanes a VMAX): a
 library of its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS (in a Helium bundle
 HELIUM_HELPERS, whose lanes it uses)."""
+HELIUM_MAC_ROWS_HELPERS = HelperLibrary("cortex_m_helium_mac_rows", helium_mac_rows_c, (CORTEX_M_HELPERS,))
+"""The rows MAC of Helium cores (`helium_c.HELIUM_MAC_ROWS_TEMPLATE`: a recurrent cell's product, every tile of
+four rows in one call): a library of its own, which only the bundles whose kernels call it define, after
+CORTEX_M_HELPERS (in a Helium bundle HELIUM_HELPERS, whose one-pixel dual MAC it runs on each tile)."""
 HELIUM_BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_helium_batch_matmul", helium_batch_matmul_helper_c,
                                             (CORTEX_M_HELPERS,))
 """Its Helium twin (`batch_matmul_c.HELIUM_BATCH_MATMUL_TEMPLATE`): a library of its own likewise, after

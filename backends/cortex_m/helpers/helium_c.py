@@ -59,6 +59,12 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   by the kernel Helium's int8 lowering writes for such a QLinearConv (`backends.cortex_m.schedules.helium_qlinear`);
   no DSP twin, its portable C the contract's loops. Its own library (`HELIUM_QLINEAR_HELPERS`): only bundles whose
   kernels call it define it.
+- `helium_mac_rows.h.in`: `<prefix>_dual_mac_rows_s8`, every tile of four rows of a recurrent cell's product (an
+  LSTM gate's units, an SVDF's filters) over TFLite's [row, input] weights in one out-of-line call, each tile the
+  one-pixel dual MAC from its start values (`backends.cortex_m.schedules.extern_helpers`, the rows'
+  block of `tvm_ext.kernels.extern_mac.accumulate_rows`); its DSP cores' counterpart over interleaved weights is
+  `dual_mac_interleaved.h.in`. Its own library (`HELIUM_MAC_ROWS_HELPERS`): only bundles whose kernels call it
+  define it.
 
 The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not
 call it. Each Helium body passes its DSP twin's C unit test, built for cortex-m55 and run under QEMU
@@ -86,6 +92,7 @@ HELIUM_FC_ROWS_TEMPLATE = "helium_fc_rows.h.in"
 HELIUM_FLOAT_TEMPLATE = "helium_float.h.in"
 HELIUM_QLINEAR_TEMPLATE = "helium_qlinear.h.in"
 HELIUM_LEFT_SHIFTS_TEMPLATE = "helium_left_shifts.h.in"
+HELIUM_MAC_ROWS_TEMPLATE = "helium_mac_rows.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
 MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
@@ -103,22 +110,22 @@ def depthwise16_helper_name(prefix: str, kind: str) -> str:
     return f"{prefix}_depthwise_{kind}_s8x16"
 
 
-def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+def conv_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`."""
-    return bias_form(f"{prefix}_conv_tiles_s8", bias)
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_conv_tiles{'_lut' if table else ''}_s8", bias)
 
 
-def shared_conv_tiles_helper_name(prefix: str, bias: str) -> str:
+def shared_conv_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused channel tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`."""
-    return bias_form(f"{prefix}_conv_tiles_shared_s8", bias)
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_conv_tiles_shared{'_lut' if table else ''}_s8", bias)
 
 
-def shared_pair_tiles_helper_name(prefix: str, bias: str) -> str:
+def shared_pair_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the fused pair tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`."""
-    return bias_form(f"{prefix}_pair_tiles_shared_s8", bias)
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    return bias_form(f"{prefix}_pair_tiles_shared{'_lut' if table else ''}_s8", bias)
 
 
 def choose_helper_name(prefix: str) -> str:
@@ -195,6 +202,17 @@ def helium_left_shifts_c(prefix: str) -> str:
 def left_shifts_helper_name(prefix: str) -> str:
     """The C name of the no-op a kernel whose requantization may shift left calls in the bundle `prefix`."""
     return f"{prefix}_left_shifts"
+
+
+def helium_mac_rows_c(prefix: str) -> str:
+    """The C definition of the rows MAC in a Helium bundle of prefix `prefix` (after the MAC helpers, whose one-pixel
+    dual MAC it calls: `helium_mac_helpers_c`)."""
+    return helper_template_c(__package__, HELIUM_MAC_ROWS_TEMPLATE, prefix)
+
+
+def mac_rows_helper_name(prefix: str) -> str:
+    """The C name of the rows MAC in the bundle `prefix`."""
+    return f"{prefix}_dual_mac_rows_s8"
 
 
 def helium_qlinear_c(prefix: str) -> str:

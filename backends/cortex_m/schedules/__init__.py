@@ -121,6 +121,7 @@ from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernel
 from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIUM_EPILOGUE, may_shift_left,
                                                               requantize_epilogue_calls, with_left_shifts_recorded)
 from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, shared_conv_tiles
+from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise, pixel_tiles_take
@@ -278,7 +279,9 @@ class HeliumMacSchedules(DualMacSchedules):
         pair's channel tiles as one call of their out-of-line copy (`pair_tiles.HELIUM_PAIR_TILES`), each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
         channel-tiles helper (`conv_tiles`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
-        connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, a padded
+        connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, each
+        test that goes one way at every iteration reaching it reduced to that branch (`unreached_branches`: a padded
+        convolution's interior pixel that no pair covers, where the pairs cover them all), then a padded
         float reduction's tiles whose window lies inside the image as calls of the float MAC
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
         activation as one call of the float epilogue (`helium_float.float_epilogue_calls`); last, a statement both
@@ -291,7 +294,7 @@ class HeliumMacSchedules(DualMacSchedules):
         requantization may shift left (`requantize_epilogue.may_shift_left`: TFLite's double rounding, not its
         right-shift-only variants) calls the no-op that has its bundle define the vector requantization's VSHL by
         positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out."""
-        floats = float_epilogue_calls(padded_float_calls(func))
+        floats = float_epilogue_calls(padded_float_calls(unreached_branches(func)))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
         tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
@@ -364,7 +367,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     batch matmul helper's calls on DSP cores without MVE and its Helium twin's on cores with MVE (`batch_matmul`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
-    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
+    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`), on cores with MVE each
+    recurrent cell's product one call of the rows MAC over TFLite's rows (`extern_helpers`); on DSP cores without
     MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`),
     and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on cores with the DSP extension
     (MVE's too), int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
@@ -419,6 +423,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
+        # ... and on Helium each product one out-of-line call over TFLite's rows (its rows MAC), where each gate's or
+        # filter tile's product had an inlined dual MAC (cortex-m55 kws_lstm_40x16_int8: eight inlined copies)
+        whole_gate_rows=has_mve(profile),
         # an SVDF's time product unit after unit, one row dot product each, requantized from a register (measured on
         # cortex-m4f: keyword_scrambled 53,398 -> 49,221 instructions, _8bit 52,648 -> 48,982; on cortex-m55 for an
         # int16 state, 36,107 -> 32,059, while Helium's row dot product of four int8 rows stays faster: 28,036

@@ -68,8 +68,8 @@ from backends.cortex_m.helpers.helium_c import (choose_helper_name, conv_tiles_h
 from backends.cortex_m.schedules import pixel_pairs
 from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
-from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOGUE, REQUANTIZE_S8_OPS,
-                                                              REQUANTIZE_SMALL_OPS, EpilogueHelper,
+from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOGUE, LUT_ENTRIES, REQUANTIZE_S8_LUT_OPS,
+                                                              REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS, EpilogueHelper,
                                                               requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -116,13 +116,39 @@ SHARED_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_shared_s8")
 """The fused helper's one out-of-line copy per bundle, per bias type: the same call as CONV_TILES_OPS'."""
 for _bias, _op in SHARED_CONV_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(shared_conv_tiles_helper_name, bias=_bias), CONV_TILES_ACCESS)
+CONV_TILES_LUT_OPS = by_bias("tvm_ext.conv_tiles_lut_s8")
+"""The fused helper's op per bias type with a lookup table after the vector epilogue (the table epilogue's,
+``REQUANTIZE_S8_LUT_OPS``: a LEAKY_RELU convolution's): CONV_TILES_OPS' call, then the table."""
+SHARED_CONV_TILES_LUT_OPS = by_bias("tvm_ext.conv_tiles_shared_lut_s8")
+"""CONV_TILES_LUT_OPS' one out-of-line copy per bundle, per bias type."""
+# conv_tiles_lut_s8(..., channels, table): CONV_TILES_ACCESS's elements and the table's LUT_ENTRIES.
+CONV_TILES_LUT_ACCESS = HelperAccess((*CONV_TILES_ACCESS.pointers, PointerAccess(12, (Axis(LUT_ENTRIES, 1),))))
+for _ops, _name in ((CONV_TILES_LUT_OPS, conv_tiles_helper_name),
+                    (SHARED_CONV_TILES_LUT_OPS, shared_conv_tiles_helper_name)):
+    for _bias, _op in _ops.items():
+        register_mac_helper(_op, functools.partial(_name, bias=_bias, table=True), CONV_TILES_LUT_ACCESS)
+TABLE_FORM = "+table"
+"""The suffix of a bias type's key for its form with a lookup table (``with_tables``)."""
+
+
+def with_tables(ops: dict[str, str], table_ops: dict[str, str]) -> dict[str, str]:
+    """``ops`` (an op per bias type) and their forms with a lookup table after the requantization (``table_ops``, per
+    bias type), the latter keyed by the bias type plus TABLE_FORM: the keys a core's helpers match forms by."""
+    return {**ops, **{bias + TABLE_FORM: op for bias, op in table_ops.items()}}
+
+
+HELIUM_TILES_OPS = with_tables(CONV_TILES_OPS, CONV_TILES_LUT_OPS)
+"""Helium's fused tiles, inlined, per form (bias type, with or without a table)."""
+HELIUM_SHARED_TILES_OPS = with_tables(SHARED_CONV_TILES_OPS, SHARED_CONV_TILES_LUT_OPS)
+"""Their one out-of-line copy per bundle and form."""
 CHOOSE_OP = "tvm_ext.choose_address"
 """``choose_address(inside, a, b)``: the address a where inside holds, else b (``<PREFIX>_CHOOSE``), the input of a
 fused call shared by an interior pixel and a border pixel's copied window (`common_tails`)."""
 register_mac_helper(CHOOSE_OP, choose_helper_name)
 register_address_choice(CHOOSE_OP)
-_X, _X_ROW_STRIDE, _ROWS, _ROW_LEN = 1, 7, 9, 10
-"""The positions of the fused call's input address and window sizes among its arguments (CONV_TILES_ACCESS)."""
+_X, _X_ROW_STRIDE, _ROWS, _ROW_LEN, _CHANNELS = 1, 7, 9, 10, 11
+"""The positions of the fused call's input address, window sizes and channels among its arguments
+(CONV_TILES_ACCESS)."""
 
 
 @dataclass(frozen=True)
@@ -173,9 +199,12 @@ class ConvTileHelpers:
     such a loop keeps its tiles."""
 
 
-HELIUM_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, CONV_TILES_OPS)
-"""Helium's: the vector epilogue, ``helium_conv_tiles.h.in``, inlined."""
-HELIUM_SHARED_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, SHARED_CONV_TILES_OPS)
+HELIUM_EPILOGUE_FORMS = with_tables(REQUANTIZE_S8_OPS, REQUANTIZE_S8_LUT_OPS)
+"""The Helium vector epilogue's ops per form (bias type, with or without a table), whose tile loops the fused tiles
+take."""
+HELIUM_CONV_TILES = ConvTileHelpers(HELIUM_EPILOGUE_FORMS, HELIUM_TILES_OPS)
+"""Helium's: the vector epilogue (a table after it where the layer has one), ``helium_conv_tiles.h.in``, inlined."""
+HELIUM_SHARED_CONV_TILES = ConvTileHelpers(HELIUM_EPILOGUE_FORMS, HELIUM_SHARED_TILES_OPS)
 """Helium's, calling the bundle's one out-of-line copy (its sizes read at run time): the kernels the bundle's choice
 gives it (``shared_conv_tiles``)."""
 DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS,
@@ -582,4 +611,7 @@ HELIUM_TAIL_CHOICES = {op: TailChoice(CHOOSE_OP, frozenset({_X}), frozenset({_X_
 place, a border pixel's on its copied window) become one after the test: only the input's address and row stride
 may differ, once the copied window is split into the other's rows; the call is then the bundle's one out-of-line
 copy (its stride read at run time either way), as it is where the kernel calls that copy anyway
-(HELIUM_SHARED_CONV_TILES)."""
+(HELIUM_SHARED_CONV_TILES). The table forms keep their two calls, each inlined with its constant sizes: merged,
+yolo_tiny_80_int8's 3x3 LEAKY_RELU kernels on cortex-m55 (five windows) ran 2,475,000 instructions more calling the
+one copy (generic over their windows) for 2,976 B less code, and 1,273,000 more inlined with the row stride a
+Select (gcc spills the dual MAC's pointers around its even-register accumulators) for 1,300 B less."""

@@ -34,11 +34,24 @@ pixel tiles take the layer (`pixel_tiles_take`, the kernel's own choice, which t
 generic kernel read int8 ones (widened, a 6-channel layer of dilation 2 on the runs 22,913 -> 23,252 instructions,
 one stepping two columns on the generic kernel 14,849 -> 15,368).
 
+Window form (from five channels, where the window steps more than one column or not one pixel's window fits the
+band: `_geometry`): each output pixel's pixel tiles read a copy of its window on the stack (its rows, or its taps,
+copied where they lie in the image, the padding's taps the input's zero point), in chunks of `window_chunk` channels
+where the whole window's would exceed BAND_BYTES (one pixel-tiles call a chunk; the last chunk may overlap the one
+before it); the interior pixels read the image where it lies instead where every pixel is interior (no band) or
+where the copies saved pay for the second inlined call's code at the code price (`interior_reads_pay`). Where the
+generic kernel ran these layers (one copy of the code per border case, a channel at a time): cortex-m4f,
+mobilenet_v1_035_96_int8's 3x3 layers (instructions per MAC; code of the kernel, B) over 24x24x22 stepping two
+columns 11.8 -> 4.2 (interior pixels reading the image; 532 -> 1,390), 6x6x89 stepping two 11.6 -> 5.3 (548 -> 974),
+6x6x179 11.2 -> 5.3 (1,008 -> 822), 3x3x179 stepping two 10.6 -> 5.3 (556 -> 828), 3x3x358 (60% of its taps in
+the image: WINDOW_INSIDE) 9.0 -> 5.1 (1,022 -> 838); the model 26,257,752 -> 23,300,002 instructions, code 13,120
+-> 14,312 B (its weights 3,420 B more: the 22 and 358 channels' widened to int16).
+
 The same sums of the same products and TFLite's double-rounding requantization: bit-exact.
 
 Chosen by shape (`few_channel_depthwise` gives None elsewhere: the generic kernel then): one int8 image, depth
 multiplier 1, channels not a multiple of four (at least 2), a window stepping one column (any row stride, dilation,
-padding), an output row of at least four elements, int32 or int16 biases with the input zero point folded in,
+padding; or any column stride from five channels: the window form), an output row of at least four elements, int32 or int16 biases with the input zero point folded in,
 per-channel multipliers and shifts of the "double_small" requantization, no activation narrower than int8, a band
 within BAND_BYTES (and the runs' phases within PHASE_BYTES) of stack, and at least INSIDE of the window taps in the
 image.
@@ -54,6 +67,7 @@ from typing import Optional, Sequence
 from tvm import te, tirx
 
 from backends.bias_forms import BIAS_TYPES, by_bias
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers import DEPTHWISE_PIXEL_HELPERS
 from backends.cortex_m.helpers.depthwise_mac_c import WEIGHT_TAGS, dsp_depthwise_pixel_helper_name
 from backends.cortex_m.schedules.depthwise_tiles import DEPTHWISE_TILES_ACCESS, DSP_TILES_OPS
@@ -84,6 +98,28 @@ INSIDE = 2 / 3
 padded band, where the generic kernel's border cases skip the padding's (the layer sweep's 3x3 of dilation 3 over
 6x6x5, 44% inside: 10,931 -> 11,130 instructions on cortex-m4f with the runs; its 3x3 over 6x6x5, 79%: 19,451 ->
 10,949)."""
+WINDOW_INSIDE = 1 / 2
+"""The least share of the layer's window taps lying in the image for the window form, whose border pixels compute
+their padding's taps too, but at the interior's cost a tap, where the generic kernel skips them at several times
+that cost a tap (cortex-m4f, mobilenet_v1_035_96_int8's 3x3 layer over 3x3x358, 60% inside: 9.0 instructions per
+MAC on the generic kernel)."""
+GENERIC_PER_MAC = 10.5
+"""The generic kernel's instructions per MAC on the layers the window form takes, about the least measured
+(cortex-m4f, mobilenet_v1_030_80_int8's and mobilenet_v1_035_96_int8's 3x3 layers stepping two columns or over
+153-179 channels: 10.5-11.8; 9.0 over 3x3x358, of which 40% of the taps are padding the generic kernel skips)."""
+WINDOW_PER_MAC = 5.3
+"""The window form's instructions per MAC on those layers, about the most measured (4.0-5.4)."""
+WINDOW_CODE_BYTES = 400
+"""The code the window form adds against the generic kernel's, about the most measured where it copies every
+window (mobilenet_v1_030_80_int8's 3x3 layers stepping two columns over 10x10x38 +354 B, 2x2x153 +402 B; over
+5x5x153, stepping one column, -178 B: the generic kernel's border cases)."""
+COPY_BYTE_COST = 1.0
+"""The instructions a byte of a window's copy costs in the window form (cortex-m4f, mobilenet_v1_035_96_int8's 3x3
+layers stepping two columns: 202 instructions a pixel over 24x24x22, 800 over 6x6x89: copies of the window's rows,
+or its taps, of `<prefix>_copy_ascending` and the tests of their place)."""
+DIRECT_CODE_BYTES = 600
+"""The code the window form's second call (interior pixels reading the image, inlined) adds (cortex-m4f,
+mobilenet_v1_035_96_int8's: 466-696 B a kernel)."""
 RUN_CALL_COST = 1.2
 """A run's tile call's instructions in pixel tiles' tile calls (cortex-m4f, 3x3: 193-202 instructions a run's call
 over 12x12 pixels of 5-10 channels, its phase's address from the element; a pixel tile 164-175 over 25x5x30 and
@@ -148,7 +184,8 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
         return None
     op = (PIXEL_OPS[str(weight.dtype)] if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
     return extern_from_zero((1, geometry.out_h, geometry.out_w, geometry.channels), [data, weight, bias, multiplier, shift],
-                            lambda ins, outs: _kernel(geometry, op, input_zero_point, output.zero_point, ins, outs),
+                            lambda ins, outs: (_window_kernel if geometry.window else _kernel)(
+                                geometry, op, input_zero_point, output.zero_point, ins, outs),
                             "depthwise_conv2d_int8_runs")
 
 
@@ -171,13 +208,21 @@ def _geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int
     in_h, in_w, channels = (int(d) for d in shape)
     kh, kw = (int(d) for d in window)
     top, left, bottom, right = (int(p) for p in padding)
-    if int(strides[1]) != 1:
-        return None
     out_h = (in_h + top + bottom - (kh - 1) * dilation[0] - 1) // strides[0] + 1
-    out_w = in_w + left + right - (kw - 1) * dilation[1]
-    share = inside_share(in_h, kh, strides[0], dilation[0], top, out_h) * inside_share(in_w, kw, 1, dilation[1], left,
-                                                                                        out_w)
-    if out_w * channels < LANES or share < INSIDE:
+    out_w = (in_w + left + right - (kw - 1) * dilation[1] - 1) // strides[1] + 1
+    share = inside_share(in_h, kh, strides[0], dilation[0], top, out_h) * inside_share(
+        in_w, kw, strides[1], dilation[1], left, out_w)
+    if out_w * channels < LANES or share < WINDOW_INSIDE:
+        return None
+    chunk = window_chunk(channels, kh, kw)
+    if channels > LANES and chunk and window_pays(out_h * out_w * kh * kw * channels) and (
+            int(strides[1]) != 1 or strip_pixels(channels, kh, kw, dilation[1], out_w) == 0):
+        interior = (interior_outputs(in_h, kh, strides[0], dilation[0], top, out_h)
+                    * interior_outputs(in_w, kw, strides[1], dilation[1], left, out_w))
+        return _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, 1,
+                         column_stride=int(strides[1]), window=chunk,
+                         direct=interior_reads_pay(interior, out_h * out_w, kh * kw * channels))
+    if int(strides[1]) != 1 or share < INSIDE:
         return None
     used = channels // gcd(channels, LANES)  # the phases the runs' tiles start at (module docstring)
     runs_fit = (kh * (in_w + left + right) * channels <= BAND_BYTES
@@ -196,7 +241,8 @@ class _Geometry:
     """A layer's shape as the kernel reads it: its input (in_h x in_w x channels), window (kh x kw, `dilation`
     (rows, columns) apart), padding ahead (top, left), row stride, output (out_h x out_w), the output pixels of
     one band (`strip`, out_w where the band holds whole rows) and the phases the runs lay out (`runs`; 0: pixel
-    tiles)."""
+    tiles); in the window form (`window`: the channels of one window copy, 0 for the other forms) its column stride
+    and how interior pixels read their windows (`direct`: `interior_reads_pay`'s "only", "image" or "")."""
 
     in_h: int
     in_w: int
@@ -211,6 +257,9 @@ class _Geometry:
     out_w: int
     strip: int
     runs: int = 0
+    column_stride: int = 1
+    window: int = 0
+    direct: str = ""
 
     @property
     def band_pixels(self) -> int:
@@ -226,6 +275,43 @@ class _Geometry:
     def strips(self) -> int:
         """The bands of one output row (where `strip` does not divide out_w, some overlap the one before them)."""
         return -(-self.out_w // self.strip)
+
+
+def window_pays(macs: int) -> bool:
+    """Whether the window form of a layer of `macs` MACs (padded taps count) saves more instructions per call than
+    its code costs over the generic kernel's at the code price: GENERIC_PER_MAC against WINDOW_PER_MAC a MAC, for
+    WINDOW_CODE_BYTES."""
+    return macs * (GENERIC_PER_MAC - WINDOW_PER_MAC) >= WINDOW_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+
+
+def interior_outputs(size: int, kernel: int, stride: int, dilation: int, before: int, outputs: int) -> int:
+    """The outputs along an axis (arguments as `inside_share`'s) whose whole window lies on the axis."""
+    return sum(0 <= o * stride - before and o * stride - before + (kernel - 1) * dilation < size
+               for o in range(outputs))
+
+
+def interior_reads_pay(interior: int, pixels: int, window_bytes: int) -> str:
+    """How the window form's `interior` pixels (of `pixels`, each window `window_bytes` bytes) read their windows:
+    "only" where every pixel is interior (the image where it lies: no copy, no band), "image" where reading them
+    there rather than copying them saves more than the second inlined call's code costs at the code price
+    (COPY_BYTE_COST a byte, DIRECT_CODE_BYTES), else "" (every pixel's window copied: one call)."""
+    if interior == pixels:
+        return "only"
+    return "image" if interior * window_bytes * COPY_BYTE_COST > DIRECT_CODE_BYTES * INSTRUCTIONS_PER_BYTE else ""
+
+
+def window_chunk(channels: int, kh: int, kw: int) -> int:
+    """The channels of one border pixel's window copy in the window form (`kh` x `kw` taps within BAND_BYTES of
+    stack): all `channels` where they fit, else the fewest chunks' evenly spread count rounded up to a multiple of
+    LANES (the chunks from channel min(j * chunk, channels - chunk): the last may overlap the one before it); 0
+    where not LANES channels' window fits."""
+    most = BAND_BYTES // (kh * kw) // LANES * LANES
+    if most < LANES:
+        return 0
+    if channels <= most:
+        return channels
+    chunks = -(-channels // most)
+    return -(-(-(-channels // chunks)) // LANES) * LANES
 
 
 def _kernel(g: _Geometry, op: str, input_zero_point: int, output_zero_point: int, ins, outs) -> tirx.Stmt:
@@ -302,6 +388,78 @@ def _kernel(g: _Geometry, op: str, input_zero_point: int, output_zero_point: int
     return tirx.SeqStmt([*(tirx.AllocBuffer(buffer) for buffer in (band, *buffers)), *layout,
                          loop("i", g.kh * g.pitch, lambda i: tirx.BufferStore(band, zero_point, [i])),
                          loop("y", g.out_h, lambda y: loop("s", g.strips, lambda s: strip(y, s)))])
+
+
+def _window_kernel(g: _Geometry, op: str, input_zero_point: int, output_zero_point: int, ins, outs) -> tirx.Stmt:
+    """The window form's statements (module docstring; arguments as `_kernel`'s, `op` the pixel tiles' helper): an
+    interior pixel's tiles read the image where it lies, a border pixel's the copy of its window (the image's taps,
+    the padding's the input's zero point) in chunks of `g.window` channels."""
+    source, weights, biases, multipliers, shifts = ins
+    index = str(outs[0].shape[0].ty.dtype)
+    channels, chunk = g.channels, g.window
+    chunks = -(-channels // chunk)
+
+    def c(value: int) -> tirx.PrimExpr:
+        return tirx.const(value, index)
+
+    def loop(name: str, extent: int, body) -> tirx.Stmt:
+        var = tirx.Var(name, index)
+        return tirx.For(var, c(0), c(extent), tirx.ForKind.SERIAL, body(var))
+
+    band = tirx.decl_buffer((g.kh * g.kw * chunk,), "int8", name="band", scope="local")
+    zero_point = tirx.const(input_zero_point, "int8")
+
+    def call(out: tirx.PrimExpr, x: tirx.PrimExpr, first: tirx.PrimExpr, sizes: tuple) -> tirx.Stmt:
+        """The pixel tiles' call writing outputs from element `out` on, reading x (an address), the constants from
+        channel `first` on, the strides of x and the weights and the window's size and channels `sizes`."""
+        return tirx.Evaluate(tirx.call_intrin(
+            "int32", op, element_address(outs[0], out), x,
+            *(element_address(values, first) for values in (weights, biases, multipliers, shifts)),
+            tirx.const(output_zero_point, "int32"), *(tirx.const(size, "int32") for size in sizes)))
+
+    def pixel(y: tirx.PrimExpr, x: tirx.PrimExpr) -> tirx.Stmt:
+        row0, column0 = y * c(g.stride) - c(g.top), x * c(g.column_stride) - c(g.left)
+        out = (y * c(g.out_w) + x) * c(channels)
+
+        def part(j: tirx.PrimExpr) -> tirx.Stmt:
+            first = tirx.min(j * c(chunk), c(channels - chunk)) if chunks > 1 else c(0)
+
+            def tap(r: tirx.PrimExpr, k: tirx.PrimExpr) -> tirx.Stmt:
+                row, column = row0 + r * c(g.dilation[0]), column0 + k * c(g.dilation[1])
+                start, at = (row * c(g.in_w) + column) * c(channels) + first, (r * c(g.kw) + k) * c(chunk)
+                return tirx.IfThenElse(
+                    tirx.all(row >= c(0), row < c(g.in_h), column >= c(0), column < c(g.in_w)),
+                    loop("i", chunk, lambda i: tirx.BufferStore(
+                        band, tirx.BufferLoad(source, row_major_indices(source, start + i)), [at + i])),
+                    loop("i", chunk, lambda i: tirx.BufferStore(band, zero_point, [at + i])))
+            def band_row(r: tirx.PrimExpr) -> tirx.Stmt:
+                taps = loop("k", g.kw, lambda k: tap(r, k))
+                if chunk < channels or g.dilation[1] != 1:
+                    return taps
+                row = row0 + r * c(g.dilation[0])  # the row's taps one run of the image where they lie in it
+                start = (row * c(g.in_w) + column0) * c(channels)
+                return tirx.IfThenElse(
+                    tirx.all(row >= c(0), row < c(g.in_h), column0 >= c(0), column0 + c(g.kw - 1) < c(g.in_w)),
+                    loop("i", g.kw * channels, lambda i: tirx.BufferStore(
+                        band, tirx.BufferLoad(source, row_major_indices(source, start + i)),
+                        [r * c(g.kw * channels) + i])), taps)
+            return tirx.SeqStmt([loop("r", g.kh, band_row),
+                                 call(out + first, element_address(band, c(0)), first,
+                                      (g.kw * chunk, chunk, g.kw * channels, channels, g.kh, g.kw, chunk))])
+        copied = loop("j", chunks, part) if chunks > 1 else part(c(0))
+        if not g.direct:
+            return copied
+        rows, columns = (g.kh - 1) * g.dilation[0], (g.kw - 1) * g.dilation[1]
+        direct = call(out, element_address(source, (row0 * c(g.in_w) + column0) * c(channels)), c(0),
+                      (g.in_w * channels * g.dilation[0], channels * g.dilation[1], g.kw * channels, channels, g.kh,
+                       g.kw, channels))
+        if g.direct == "only":
+            return direct
+        return tirx.IfThenElse(tirx.all(row0 >= c(0), row0 + c(rows) < c(g.in_h), column0 >= c(0),
+                                        column0 + c(columns) < c(g.in_w)), direct, copied)
+
+    pixels = loop("y", g.out_h, lambda y: loop("x", g.out_w, lambda x: pixel(y, x)))
+    return pixels if g.direct == "only" else tirx.SeqStmt([tirx.AllocBuffer(band), pixels])
 
 
 def _runs(g: _Geometry, c, loop, call, ins) -> tuple:

@@ -13,6 +13,10 @@ computes exactly what it does:
   ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
   weights per load, one call for every tile; over int16 weights (widened at compile time)
   ``<prefix>_dual_mac_s16x4_interleaved``, two channels' eight int16 weights per load (an LDM of four words);
+- a MAC reduction block under a loop of rows (whole tiles of DUAL_MAC_CHANNELS) around a loop of inputs, the
+  weights in rows (input k of row r at r * K + k from the first: ``tvm_ext.kernels.extern_mac.accumulate_rows``), the
+  sums starting at the block's init: ``<prefix>_dual_mac_rows_s8`` (``backends.cortex_m.helpers.helium_c``, Helium
+  cores' recurrent cells), every tile in one out-of-line call of the one-pixel dual MAC per tile;
 - a loop over k around a MAC block ``acc[a] += x[x0 + k] * w[w0 + k]`` (one accumulator, int8 or int16 rows: an SVDF
   unit's time product): ``<prefix>_row_dot_s8`` or ``_s16`` (``backends.cortex_m.schedules.row_dot.row_dot1_call``);
   over int8 x and int16 w in SXTB16's lane order (three loops: groups, pairs, lanes) ``<prefix>_row_dot_s8_pairs``;
@@ -40,11 +44,12 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers import HELIUM_MAX_HELPERS
+from backends.cortex_m.helpers import HELIUM_MAC_ROWS_HELPERS, HELIUM_MAX_HELPERS
 from backends.cortex_m.helpers.copy_c import (STATE_SHIFT_HELPERS, TRANSPOSE_HELPERS, copy_helper_name,
                                              max_s8_helper_name, max_s8_window_helper_name, state_shift_helper_name,
                                              transpose_helper_name)
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
+from backends.cortex_m.helpers.helium_c import mac_rows_helper_name
 from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED16_MAC_HELPERS, INTERLEAVED_GROUP,
                                                              INTERLEAVED_MAC_HELPERS,
                                                              dual_mac_interleaved16_helper_name,
@@ -107,6 +112,13 @@ register_helper_call(INTERLEAVED16_MAC_OP, INTERLEAVED16_MAC_HELPERS, dual_mac_i
 INTERLEAVED_MAC_OPS = {"int8": INTERLEAVED_MAC_OP, "int16": INTERLEAVED16_MAC_OP}
 """The interleaved dual MAC's call by its weights' type: int8 as the model gives them, or widened to int16 at compile
 time (``tvm_ext.transform.int8.lstm``)."""
+ROWS_MAC_OP = "tvm_ext.dual_mac_rows_s8"
+# The call (acc, start, x, w, row_len, rows): acc[r] and start[r] for r < rows; x[k] and w[r * row_len + k] for
+# k < row_len.
+ROWS_MAC_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(5), 1),)), PointerAccess(1, (Axis(Arg(5), 1),)),
+                                PointerAccess(2, (Axis(Arg(4), 1),)),
+                                PointerAccess(3, (Axis(Arg(5), Arg(4)), Axis(Arg(4), 1)))))
+register_helper_call(ROWS_MAC_OP, HELIUM_MAC_ROWS_HELPERS, mac_rows_helper_name, ROWS_MAC_ACCESS)
 
 
 def extern_helper_calls(func: tirx.PrimFunc, state_shift: bool = True,
@@ -116,8 +128,8 @@ def extern_helper_calls(func: tirx.PrimFunc, state_shift: bool = True,
     whether an SVDF state update's marked shift calls the state shift (else the ascending copy); ``max_ops``: the
     maximum's ops of two runs and of a window's runs (MAX_OPS, or Helium's HELIUM_MAX_OPS)."""
     return with_root_loops_replaced(
-        func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or row_dot1_call(loop)
-                            or copy_call(loop, state_shift) or _window_max_call(loop, max_ops[1])
+        func, lambda loop: (_rows_mac_call(loop) or _interleaved_mac_call(loop) or _mac_call(loop)
+                            or row_dot1_call(loop) or copy_call(loop, state_shift) or _window_max_call(loop, max_ops[1])
                             or _max_call(loop, max_ops[0]) or _transpose_call(loop)))
 
 
@@ -178,6 +190,45 @@ def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
                                 [1] * (len(reduction.store.indices) - 1) + [DUAL_MAC_CHANNELS * tiles],
                                 operands=(start, reduction.data, reduction.weight))
     return _with_whole_accumulators(realize, DUAL_MAC_CHANNELS * tiles)
+
+
+def _rows_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
+    """The rows MAC's call computing the nest ``loop`` (rows r, whole tiles of DUAL_MAC_CHANNELS, then inputs k,
+    around a MAC block over int8 inputs and weights whose init starts the sums) when the block reads x[x0 + k] and
+    w[w0 + r * K + k] (K the inputs' count) into acc[a0 + r] from start[s0 + r], every other variable fixed; else
+    None."""
+    inputs = loop.body
+    if not isinstance(inputs, tirx.For) or not isinstance(inputs.body, s_tir.SBlockRealize):
+        return None
+    loops = [loop, inputs]
+    if not all(isinstance(inner.extent, tirx.IntImm) and isinstance(inner.min, tirx.IntImm) and int(inner.min) == 0
+               for inner in loops):
+        return None
+    rows, depth = (int(inner.extent) for inner in loops)
+    realize = inputs.body
+    reduction = mac_reduction(realize.block)
+    start = _init_load(realize.block, reduction)
+    if start is None or realize.block.init is None or rows % DUAL_MAC_CHANNELS or depth < 1:
+        return None
+    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    inner = [inner.loop_var for inner in loops]
+    offsets = AccessOffsets(bindings, inner)
+    try:
+        for access, steps in ((reduction.data, (0, 1)), (reduction.weight, (depth, 1)), (reduction.store, (1, 0)),
+                              (start, (1, 0))):
+            origin = offsets.offset(access, offsets.origin)
+            if tuple(offsets.step(access, axis) for axis in range(2)) != steps:
+                return None
+            # linear over the whole nest: its far corner where the steps put it
+            if offsets.offset(access, [rows - 1, depth - 1]) \
+                    != origin + steps[0] * (rows - 1) + steps[1] * (depth - 1):
+                return None
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the loops
+    realize = helper_call_block(ROWS_MAC_OP, reduction, bindings, inner, [depth, rows],
+                                [1] * (len(reduction.store.indices) - 1) + [rows],
+                                operands=(start, reduction.data, reduction.weight))
+    return _with_whole_accumulators(realize, rows)
 
 
 def _with_whole_accumulators(realize: s_tir.SBlockRealize, count: int) -> s_tir.SBlockRealize:

@@ -81,7 +81,8 @@ from backends.cortex_m.schedules.depthwise_spread import spread_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
 from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_EPILOGUE,
-                                                              DSP_UNTABLED_EPILOGUE, LUT_ENTRIES, REQUANTIZE_S8_OPS,
+                                                              DSP_UNTABLED_EPILOGUE, LUT_ENTRIES, REQUANTIZE_S8_LUT_OPS,
+                                                              REQUANTIZE_S8_OPS,
                                                               REQUANTIZE_SMALL_LUT_OPS, REQUANTIZE_SMALL_OPS,
                                                               EpilogueHelper, requantize_epilogue,
                                                               requantize_epilogue_call, requantized)
@@ -315,9 +316,17 @@ HELIUM_PAIR_TILES_ACCESS = HelperAccess((
 ))
 for _bias, _op in HELIUM_PAIR_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(shared_pair_tiles_helper_name, bias=_bias), HELIUM_PAIR_TILES_ACCESS)
+HELIUM_PAIR_TILES_LUT_OPS = by_bias("tvm_ext.pair_tiles_shared_lut_s8")
+"""Helium's fused pair tiles with a lookup table after the vector epilogue per bias type (the table epilogue's,
+``REQUANTIZE_S8_LUT_OPS``: a LEAKY_RELU convolution's): HELIUM_PAIR_TILES_ACCESS's call, then the table."""
+for _bias, _op in HELIUM_PAIR_TILES_LUT_OPS.items():
+    register_mac_helper(_op, functools.partial(shared_pair_tiles_helper_name, bias=_bias, table=True),
+                        HelperAccess((*HELIUM_PAIR_TILES_ACCESS.pointers, PointerAccess(14, (Axis(LUT_ENTRIES, 1),)))))
 HELIUM_PAIR_TILES = PairTileHelpers(
     (DUAL_MAC_2PX_OP,), DSP_PAIR_TILES.window, TILE, None,
-    {op: HELIUM_PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()}, None, DSP_PAIR_TILES.window_args)
+    {**{op: HELIUM_PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()},
+     **{op: HELIUM_PAIR_TILES_LUT_OPS[bias] for bias, op in REQUANTIZE_S8_LUT_OPS.items()}},
+    None, DSP_PAIR_TILES.window_args)
 """Helium's: the two-pixel dual MAC and the vector epilogue's calls of a pair's channel tiles moved into one call of
 an out-of-line copy per bundle (``<prefix>_pair_tiles_shared_s8``), which makes the same calls: each kernel holds
 one call per pair instead of the tiles' loop of three calls (pretrainedResnet_quant's 3x3 kernels)."""

@@ -17,9 +17,9 @@ row loop resolved; it can because the copy is static in the bundle's internal he
 one kernels translation unit: a build splitting the kernels over several files would lose it), and callers of different sizes make it generic, its row loop shuffling registers at every
 vector. Measured on cortex-m55, densenet_bc_32's fourteen 1x1 kernels of several row lengths calling the copy its
 3x3 kernels' merged calls held: every caller slower, 21,178,165 -> 22,543,045 instructions (the 1x1 kernels some
-100 instructions a tile more, the 3x3 ones 14 %), for 772 B less code. Made per bias type (one copy each) from
-every kernel scheduled first with the helper inlined (``conv_tiles_uses``), and passed back into their schedules
-(``HeliumMacSchedules.conv_tiles``, ``helium_bundle_choice``). The same sums in the same order either way:
+100 instructions a tile more, the 3x3 ones 14 %), for 772 B less code. Made per form (bias type, with or without
+a lookup table; one copy each) from every kernel scheduled first with the helper inlined (``conv_tiles_uses``), and
+passed back into their schedules (``HeliumMacSchedules.conv_tiles``, ``helium_bundle_choice``). The same sums in the same order either way:
 bit-exact.
 """
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from tvm import tirx
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.schedules.conv_tiles import (_ROW_LEN, _ROWS, _X_ROW_STRIDE, CONV_TILES_OPS,
-                                                    SHARED_CONV_TILES_OPS, TILE, op_executions)
+from backends.cortex_m.schedules.conv_tiles import (_CHANNELS, _ROW_LEN, _ROWS, _X_ROW_STRIDE, HELIUM_SHARED_TILES_OPS,
+                                                    HELIUM_TILES_OPS, TILE, op_executions)
 
 LANES = 16
 """The int8 lanes of one vector of the dual MAC's row loop."""
@@ -87,11 +87,12 @@ class ConvTilesUse:
 
 def conv_tiles_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]
                     ) -> tuple[dict[str, tuple[ConvTilesUse, ...]], frozenset[str]]:
-    """Per bias type, the kernels of ``kernels`` (name -> PrimFunc, scheduled with the fused tiles inlined) that
-    call the inlined tiles with constant sizes (their calls per inference, ``calls``: name -> calls, a kernel not in
-    it counting once); and the bias types whose copy the bundle holds already (a kernel calls it)."""
-    bias_of = {op: bias for bias, op in CONV_TILES_OPS.items()}
-    shared_bias_of = {op: bias for bias, op in SHARED_CONV_TILES_OPS.items()}
+    """Per form (bias type, with or without a table: ``conv_tiles.HELIUM_TILES_OPS``' keys), the kernels of
+    ``kernels`` (name -> PrimFunc, scheduled with the fused tiles inlined) that call the inlined tiles with constant
+    sizes (their calls per inference, ``calls``: name -> calls, a kernel not in it counting once); and the forms whose
+    copy the bundle holds already (a kernel calls it)."""
+    bias_of = {op: bias for bias, op in HELIUM_TILES_OPS.items()}
+    shared_bias_of = {op: bias for bias, op in HELIUM_SHARED_TILES_OPS.items()}
     uses: dict[str, list[ConvTilesUse]] = {}
     present: set[str] = set()
     for name, func in kernels.items():
@@ -99,11 +100,11 @@ def conv_tiles_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, in
             if call.op.name in shared_bias_of:
                 present.add(shared_bias_of[call.op.name])
                 continue
-            sizes = call.args[_X_ROW_STRIDE:]
+            sizes = call.args[_X_ROW_STRIDE:_CHANNELS + 1]  # a table form's table after them
             if not all(isinstance(size, tirx.IntImm) for size in sizes):
                 continue
             window = tuple(int(size) for size in sizes)
-            rows, row_len, channels = (window[index - _X_ROW_STRIDE] for index in (_ROWS, _ROW_LEN, len(call.args) - 1))
+            rows, row_len, channels = (window[index - _X_ROW_STRIDE] for index in (_ROWS, _ROW_LEN, _CHANNELS))
             window = (0, *window[1:]) if rows == 1 else window  # one row: its input's row stride never read
             use = ConvTilesUse(name, calls.get(name, 1), pixels, -(-channels // TILE), rows * -(-row_len // LANES),
                                window)

@@ -113,12 +113,15 @@ def test_layers_with_an_epilogue_call_their_mac_helpers_bit_exactly_on_cortex_m4
 
 
 def test_layers_with_a_table_epilogue_call_the_helium_table_epilogue_bit_exactly_on_cortex_m55(tmp_path):
-    """On cortex-m55 each LEAKY_RELU layer's requantization and table lookup are one call of Helium's vector epilogue
-    with a table, `<prefix>_requantize_s8_lut(_b16)` per channel tile (the table read by a byte gather), where they
-    had been the scalar requantization and load written out in each branch of the kernel; bit-exact under QEMU."""
+    """On cortex-m55 each LEAKY_RELU layer's requantization and table lookup are Helium's vector epilogue with a
+    table (the table read by a byte gather): a call of `<prefix>_requantize_s8_lut(_b16)` per channel tile, or inside
+    the fused channel tiles' or pair tiles' table forms (`<prefix>_conv_tiles_lut_s8`, `_pair_tiles_shared_lut_s8`),
+    where they had been the scalar requantization and load written out in each branch of the kernel; bit-exact
+    under QEMU."""
     bundle, bodies = _bit_exact_epilogue_bundle(tmp_path, "cortex-m55", "mps3-")
     leaky = [name for name in bodies if "leaky_relu" in name]
     assert len(leaky) == 3, sorted(bodies)
     for name in leaky:
-        assert re.search(rf"{bundle.plan.model}_requantize_s8_lut(_b16)?\(", bodies[name]), bodies[name]
+        assert re.search(rf"{bundle.plan.model}_(requantize_s8_lut|(conv|pair)_tiles(_shared)?_lut_s8)(_b16)?\(",
+                         bodies[name]), bodies[name]
         assert "_requantize_double_small(" not in bodies[name], f"{name} requantizes outside the helper"

@@ -18,7 +18,7 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helpers_c, depthwise_pixel_helpers_c,
-                                      depthwise_spread_helpers_c, helium_float_c, helium_helpers_c,
+                                      depthwise_spread_helpers_c, helium_float_c, helium_helpers_c, helium_mac_rows_c,
                                       pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HELIUM_BATCH_MATMUL_TEMPLATE,
@@ -36,9 +36,9 @@ from backends.cortex_m.helpers.dual_mac_interleaved_c import (DUAL_MAC_INTERLEAV
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
-                                               HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
-                                               HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE,
-                                               helium_template_c)
+                                               HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_MAC_ROWS_TEMPLATE,
+                                               HELIUM_QLINEAR_TEMPLATE, HELIUM_LEFT_SHIFTS_TEMPLATE,
+                                               HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.pointwise_few_c import POINTWISE_FEW_TEMPLATE, pointwise_few_helper_c
 from backends.cortex_m.helpers.pool_sums_c import (POOL_AVERAGE_TEMPLATE, POOL_COLUMNS_TEMPLATE, POOL_SUMS_TEMPLATE,
@@ -219,6 +219,9 @@ UNIT_TESTS_BY_HELPER = [
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)
       for unit in (DUAL_MAC, DEPTHWISE_MAC, ROW_DOT)),
+    # the rows MAC of Helium's recurrent cells (every tile of four rows, the Helium dual MAC's) against the plain sums
+    HelperUnitTest("mac_rows", (HELIUM_LANES_TEMPLATE, *DUAL_MAC.templates, HELIUM_MAC_ROWS_TEMPLATE),
+                   profile="cortex-m55", template_c=helium_template_c, core_macro=HELIUM_MACRO),
     # the Helium requantization epilogue against the scalar helpers it replaces
     HelperUnitTest("requantize_s8", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE,
                                      HELIUM_REQUANTIZE_TEMPLATE),
@@ -327,16 +330,11 @@ def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path, unit: Helpe
 @needs_cross_tools
 @pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.id for unit in UNIT_TESTS_BY_HELPER])
 def test_the_helper_passes_its_unit_test_under_qemu_on_its_core(tmp_path: Path, unit: HelperUnitTest) -> None:
+    """The unit test builds for its core under the strict warnings (-Werror: one compile, the one that runs) and
+    passes under QEMU."""
     unit.write_files(tmp_path)
-    result = run_c_program_under_qemu(tmp_path, unit.profile, {"selftest.c": unit.core_source_text()})
+    result = run_c_program_under_qemu(tmp_path, unit.profile, {"selftest.c": unit.core_source_text()}, strict=True)
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
-
-
-@needs_cross_tools
-@pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.id for unit in UNIT_TESTS_BY_HELPER])
-def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit: HelperUnitTest) -> None:
-    unit.write_files(tmp_path)
-    build_for_cortex_m(unit.core_source_text(), tmp_path, tmp_path, unit.profile)
 
 
 RESERVED_REGISTERS_FLAGS = ("-O2", "-fno-omit-frame-pointer", "-ffixed-r9")
@@ -373,6 +371,8 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            HELIUM_MACRO),
                           ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_max_s8_helper_c(prefix),
                            HELIUM_MACRO),
+                          ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_mac_rows_c(prefix),
+                           HELIUM_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix)
                            + pool_columns_helper_c(prefix) + pool_average_helper_c(prefix), None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pointwise_few_helper_c(prefix),
@@ -385,7 +385,7 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
                               "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m55-helium-batch-matmul",
-                              "cortex-m55-helium-max",
+                              "cortex-m55-helium-max", "cortex-m55-helium-mac-rows",
                               "cortex-m4f-pool-sums",
                               "cortex-m4f-pointwise-few",
                               "cortex-m4f-depthwise-spread", "cortex-m4f-depthwise-pair",

@@ -1,15 +1,19 @@
 """int8 DEPTHWISE_CONV_2D of channels not whole tiles of four on a DSP core as runs of four-element tiles or as pixel
 tiles (backends/cortex_m/schedules/depthwise_runs.py), bit-exact with TFLite Micro; an even channel count's weights
 widened to int16 by the int8 lowering where the pixel tiles take the layer (they read them so), int8 where the runs
-(the 6-channel case) or the generic kernel (6 channels stepping two columns, 10 at dilation 3) take it.
+(the 6-channel case) or the generic kernel (10 channels at dilation 3) take it.
 
 One model of one layer per case, each with its own input and output. Runs: 2, 3, 5 and 6 channels (their phases
 every one or every other channel), square and even windows, SAME and VALID padding, a row stride of 2, dilation 2,
 output rows whose elements are whole tiles of four or not (the last tile overlapping the one before it), an output
 row of exactly one tile. Pixel tiles: 7, 21 and 30 channels (the last tile overlapping), whole rows in the band, and
 42 channels whose band holds a strip of a row (three strips, the last overlapping the one before it; at dilation 2
-too). A layer stepping two columns and one whose dilated window lies mostly outside its image keep the generic
-kernel (of 3 and 6 channels; of 5 and 10). The bundle's self-test under QEMU compares every output with TFLite Micro's.
+too). Window form (pixel tiles on a copy of each pixel's window, or of the border pixels' only): stepping two columns
+(6, 13, 45 and 11 channels; SAME and VALID, every pixel interior; a 5x5 window; dilation 2; a row stride of 1),
+windows copied in two chunks (179 and 130 channels; 45 at 5x5). A layer stepping two columns of too few channels and
+one whose dilated window lies mostly outside its image keep the generic kernel (of 3, and of 6 over too few MACs; of 5
+and 10). The bundle's
+self-test under QEMU compares every output with TFLite Micro's.
 """
 
 from __future__ import annotations
@@ -62,8 +66,16 @@ PIXELS = (
     Case(42, (3, 3), (4, 13)),  # strips of 6 pixels from 0, 3 and 7
     Case(42, (3, 3), (8, 11), dilation=2),  # strips of 4 pixels from 0, 3 and 7
 )
-GENERIC = (Case(3, (3, 3), (9, 9), strides=(2, 2)),  # stepping two columns: the generic kernel
-           Case(6, (3, 3), (9, 9), strides=(2, 2)),  # ... of an even channel count: its weights int8
+WINDOWS = (
+    Case(6, (3, 3), (26, 26), strides=(2, 2)),  # stepping two columns, even: widened weights
+    Case(13, (3, 3), (17, 19), VALID, strides=(2, 2)),  # odd, every pixel interior
+    Case(179, (3, 3), (4, 4)),  # stepping one column, not one pixel's window fits the band: two chunks of 92
+    Case(45, (5, 5), (20, 20), strides=(2, 2)),  # 64 interior pixels read the image, the border two chunks of 24
+    Case(130, (3, 3), (6, 7), strides=(1, 2)),  # ... of 68 (from 0 and 62, even), stepping two columns
+    Case(11, (3, 3), (18, 18), strides=(2, 2), dilation=2),  # dilated
+)
+GENERIC = (Case(3, (3, 3), (9, 9), strides=(2, 2)),  # stepping two columns, too few channels: the generic kernel
+           Case(6, (3, 3), (9, 9), strides=(2, 2)),  # ... too few MACs for the window form's code (window_pays)
            Case(5, (3, 3), (6, 6), dilation=3),  # 44% of its taps in the image (INSIDE): the generic kernel
            Case(10, (3, 3), (6, 6), dilation=3))  # ... of an even channel count: its weights int8
 
@@ -94,23 +106,30 @@ def _model(cases: tuple[Case, ...], seed: int = 0) -> bytes:
 def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     if missing_tools():
         pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm")
-    bundle = bit_exact_on_cortex_m4f(tmp_path, "depthwise_runs", _model(RUNS + PIXELS + GENERIC))
-    assert len(bundle.selftest.max_errors) == len(RUNS) + len(PIXELS) + len(GENERIC)  # every case's output compared
+    bundle = bit_exact_on_cortex_m4f(tmp_path, "depthwise_runs", _model(RUNS + PIXELS + WINDOWS + GENERIC))
+    assert len(bundle.selftest.max_errors) == len(RUNS) + len(PIXELS) + len(WINDOWS) + len(GENERIC)  # every case's output compared
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
-    # each case of RUNS one kernel of phases and tile calls, each of PIXELS one of pixel calls; the generic ones none
+    # each case of RUNS one kernel of phases and tile calls, each of PIXELS and WINDOWS one of pixel calls (a band
+    # only where some pixel's window leaves the image: all but the VALID one of WINDOWS); the generic ones none
     assert kernels.count("int8_t phase_w_ptr[") == len(RUNS), kernels
-    assert len(re.findall(r"\n\s*int8_t band_ptr\[", kernels)) == len(RUNS) + len(PIXELS), kernels
+    assert len(re.findall(r"\n\s*int8_t band_ptr\[", kernels)) == len(RUNS) + len(PIXELS) + len(WINDOWS) - 1, kernels
     pixel_kernels = [body for body in kernels.split("\nvoid ") if "_depthwise_pixel_s8x4" in body]
-    assert len(pixel_kernels) == len(PIXELS) and not any("phase_w" in body for body in pixel_kernels), kernels
+    assert len(pixel_kernels) == len(PIXELS) + len(WINDOWS), kernels
+    assert not any("phase_w" in body for body in pixel_kernels), kernels
+    # the windows' interior pixels read the image where it lies where every pixel is interior (VALID) or the copies
+    # saved pay for the second call's code (the 5x5 one)
+    assert sum(re.search(r"_depthwise_pixel_s8x4\w*\(\(&\(output0\[[^;]*\(&\(input0\[", body) is not None
+               for body in pixel_kernels) == 2, kernels
     # an even channel count's pixel tiles read the weights the lowering widened (int16: a tap's weights one LDRD),
     # an odd one's int8 (their taps' weights would not be word-aligned)
     widened = [body for body in pixel_kernels if "_depthwise_pixel_s8x4w16" in body]
-    assert len(widened) == sum(case.channels % 2 == 0 for case in PIXELS), kernels
+    assert len(widened) == sum(case.channels % 2 == 0 for case in PIXELS + WINDOWS), kernels
     assert all("const int16_t* weights" in body for body in widened), kernels
     # ... and only they: the runs and the generic kernel read int8 weights (widened, they ran slower: the reviewer's
     # 6 channels stepping two columns 14,849 -> 15,368 instructions, 10 at dilation 3 21,197 -> 26,290)
     assert kernels.count("const int16_t* weights") == len(widened), kernels
-    assert kernels.count("const int8_t* weights") == len(RUNS) + len(PIXELS) + len(GENERIC) - len(widened), kernels
+    assert kernels.count("const int8_t* weights") == len(RUNS) + len(PIXELS) + len(WINDOWS) + len(GENERIC) \
+        - len(widened), kernels
     # the strips: each band 8 pixels of 42 channels over 3 rows (6 outputs, or 4 at dilation 2)
     assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 2, kernels
 

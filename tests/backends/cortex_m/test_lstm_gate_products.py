@@ -4,7 +4,8 @@ reduction blocks over tiles of four units, which a DSP core's schedules turn int
 fewer units keeps its scalar loop; the zero points are folded into per-unit offsets at compile time, and kept
 in the product where a folded offset would not fit int32. Where the backend asks for interleaved weights (the
 units and inputs padded to whole tiles and groups of four), each gate's product is one call of the interleaved
-dual MAC over all of its tiles, its sums starting at the offsets."""
+dual MAC over all of its tiles, its sums starting at the offsets; where it asks for whole gates in rows (Helium: the
+units padded to whole tiles of four by zero rows), one call of the rows MAC likewise."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import pytest
 tvm = pytest.importorskip("tvm")
 from tvm import te, tirx  # noqa: E402
 
-from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES, HELIUM_MAC_SCHEDULES  # noqa: E402
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
-from backends.cortex_m.schedules.extern_helpers import INTERLEAVED16_MAC_OP, INTERLEAVED_MAC_OP  # noqa: E402
+from backends.cortex_m.schedules.extern_helpers import (INTERLEAVED16_MAC_OP, INTERLEAVED_MAC_OP,  # noqa: E402
+                                                       ROWS_MAC_OP)
+from tvm_ext.kernels.extern_mac import rows_padded  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.lstm import (LstmQuantization, gate_products, interleave_gate_weights, lstm_int8,  # noqa: E402
                                   lstm_params, signed_sigmoid_table)
@@ -37,15 +40,17 @@ def _params(input_zero_point: int = 3, hidden_zero_point: int = -21):
 
 def _lstm(units: int, depth: int = 6, steps: int = 3, batch: int = 2, bias_value: int = 1000,
           input_zero_point: int = 3, interleave: bool = False,
-          weight_dtype: str = "int8") -> tuple[tirx.PrimFunc, np.ndarray]:
+          weight_dtype: str = "int8", rows: bool = False) -> tuple[tirx.PrimFunc, np.ndarray]:
     """The kernel's function for random int8 weights (interleaved ones held as ``weight_dtype``: int16 where the
-    lowering widens them) and a constant bias, and its input offsets."""
+    lowering widens them; with ``rows`` whole gates in rows) and a constant bias, and its input offsets."""
     rng = np.random.default_rng(units)
     w_in = rng.integers(-128, 128, (4, units, depth)).astype(np.int8)
     w_rec = rng.integers(-128, 128, (4, units, units)).astype(np.int8)
     params = _params(input_zero_point)
     input_offsets, _, products = gate_products(np.full((4, units), bias_value, np.int32), w_in, w_rec, params,
-                                               interleave)
+                                               interleave, rows)
+    if products.rows:
+        w_in, w_rec = rows_padded(w_in), rows_padded(w_rec)
     if products.interleaved:
         w_in, w_rec = interleave_gate_weights(w_in), interleave_gate_weights(w_rec)
     weight_dtype = weight_dtype if products.interleaved else "int8"
@@ -139,11 +144,35 @@ def test_shapes_of_no_whole_tiles_and_groups_are_padded_to_them(units: int, dept
     assert sorted(_interleaved_calls(inline_intermediates(func, 4, DUAL_MAC_SCHEDULES))) == sorted(calls)
 
 
+def _rows_calls(func: tirx.PrimFunc) -> list[list[int]]:
+    """The sizes (row length, rows) of each rows MAC call."""
+    return [[int(a) for a in node.args[4:]] for node in walk(func.body)
+            if isinstance(node, tvm.ir.Call) and node.op.name == ROWS_MAC_OP]
+
+
+def test_whole_gates_in_rows_call_the_rows_mac_once_per_gate_and_product() -> None:
+    """Helium, 7 units, 13 inputs: per gate one input call (rows of 13, 8 rows: the units padded to two tiles) and one
+    recurrent call (rows of 7), each from its offsets, no dual MAC and no product loop left; the blocks count the
+    padded rows' MACs too (the lowering marks the kernel with the layer's)."""
+    func = _lstm(units=7, depth=13, rows=True)[0]
+    scheduled = inline_intermediates(func, 4, HELIUM_MAC_SCHEDULES)
+    assert sorted(_rows_calls(scheduled)) == [[7, 8]] * 4 + [[13, 8]] * 4
+    assert _dual_macs(scheduled) == [] and _product_blocks(scheduled) == 0
+    assert count_macs(func) == 2 * 3 * 4 * 8 * (13 + 7)
+
+
+def test_whole_gates_need_the_zero_points_folded() -> None:
+    """An input offset beyond int32 (its zero point kept in the product: the helper multiplies raw values): tiles of
+    four units, no rows MAC."""
+    func, _ = _lstm(units=4, bias_value=2**31 - 100, input_zero_point=-100, rows=True)
+    assert _rows_calls(inline_intermediates(func, 4, HELIUM_MAC_SCHEDULES)) == []
+
+
 @pytest.mark.parametrize("units, depth", [(8, 12), (5, 10), (7, 3), (1, 1)])
 def test_the_interleaved_kernel_computes_what_the_row_major_one_does(units: int, depth: int) -> None:
     """Built for the host (LLVM: the blocks' own loops, the sums starting at the offsets by the blocks' init, no
-    helper), both layouts give the same outputs and states over several steps and batch rows, shapes padded to
-    whole tiles and groups included."""
+    helper), the three layouts (tiles of four units, interleaved, whole gates in rows) give the same outputs and
+    states over several steps and batch rows, shapes padded to whole tiles and groups included."""
     steps, batch = 3, 2
     rng = np.random.default_rng(0)
     w_in = rng.integers(-128, 128, (4, units, depth)).astype(np.int8)
@@ -153,10 +182,11 @@ def test_the_interleaved_kernel_computes_what_the_row_major_one_does(units: int,
     hidden = rng.integers(-128, 128, (batch, units)).astype(np.int8)
     cell = rng.integers(-3000, 3000, (batch, units)).astype(np.int16)
     results = []
-    for interleave in (False, True):
-        in_offsets, rec_offsets, products = gate_products(bias, w_in, w_rec, _params(), interleave)
-        assert products.interleaved == interleave
-        weights = (interleave_gate_weights(w_in), interleave_gate_weights(w_rec)) if interleave else (w_in, w_rec)
+    for interleave, rows in ((False, False), (True, False), (False, True)):
+        in_offsets, rec_offsets, products = gate_products(bias, w_in, w_rec, _params(), interleave, rows)
+        assert (products.interleaved, products.rows) == (interleave, rows)
+        weights = (interleave_gate_weights(w_in), interleave_gate_weights(w_rec)) if interleave \
+            else (rows_padded(w_in), rows_padded(w_rec)) if rows else (w_in, w_rec)
         arrays = [data, hidden, cell, *weights, in_offsets, rec_offsets, signed_sigmoid_table()]
         tensors = [te.placeholder(a.shape, str(a.dtype)) for a in arrays]
         out = lstm_int8(*tensors, params=_params(), products=products)
@@ -164,5 +194,6 @@ def test_the_interleaved_kernel_computes_what_the_row_major_one_does(units: int,
         args = [tvm.runtime.tensor(a) for a in (*arrays, np.zeros((batch, steps, units), np.int8))]
         built(*args)
         results.append([args[k].numpy() for k in (-1, 1, 2)])  # output, hidden and cell states
-    for row_major, interleaved in zip(*results):
+    for row_major, interleaved, rows in zip(*results):
         np.testing.assert_array_equal(interleaved, row_major)
+        np.testing.assert_array_equal(rows, row_major)

@@ -4,7 +4,9 @@ exit 2, not a crash."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
@@ -119,8 +121,20 @@ def test_analyze_all_profiles_in_one_table(tmp_path: Path) -> None:
     assert rows["lowpower"][-1] == "-" and float(rows["cortex-m7"][-1]) > 0  # a time only with a cycle table
 
 
+def _in_process(capfd, *args: str) -> SimpleNamespace:
+    """The command's `main(args)` run in this process, as `run_cli` runs it in a new one (the tests above check
+    that entry): its exit code and what it wrote to stdout and stderr (`returncode`, `stdout`, `stderr`). TVM is
+    imported once for the session instead of once per command: some 3 CPU-seconds each."""
+    from tvm_ext.compile.__main__ import main
+
+    capfd.readouterr()  # what the test wrote before
+    code = main(list(args))
+    out, err = capfd.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+
 @pytest.mark.slow
-def test_analyze_takes_the_patches_a_compile_would(shared_models: Path) -> None:
+def test_analyze_takes_the_patches_a_compile_would(shared_models: Path, capfd) -> None:
     """person_detect: `--patches auto` on cortex-m0plus (32 KB of SRAM, 37,632 B of arena layer by layer) analyses
     the first plan whose RAM fits, and says which; a grid on cortex-m4f is analysed as asked; a grid the model has
     no chain for is the command's one-line error, as for a compile."""
@@ -131,17 +145,18 @@ def test_analyze_takes_the_patches_a_compile_would(shared_models: Path) -> None:
         return (next(line.split() for line in lines if line.startswith(f"{profile} ")),
                 [line for line in lines if line.startswith(f"{profile}: ")])
 
-    auto = run_cli(model, "--analyze", "--target", "cortex-m0plus", "--patches", "auto", "--jobs", "1")
+    analyze = functools.partial(_in_process, capfd)
+    auto = analyze(model, "--analyze", "--target", "cortex-m0plus", "--patches", "auto", "--jobs", "1")
     assert auto.returncode == 0, auto.stderr
     row, notes = rows(auto, "cortex-m0plus")
     assert row[-2] == "yes" and int(row[4].replace(",", "")) < 32_768, row
     # the plans of fewest extra MACs: streamed bands
     assert len(notes) == 1 and " streamed bands of window stage " in notes[0], notes
     assert "arena 37,632 B layer by layer -> " in notes[0]
-    grid = run_cli(model, "--analyze", "--target", "cortex-m4f", "--patches", "2x2", "--jobs", "1")
+    grid = analyze(model, "--analyze", "--target", "cortex-m4f", "--patches", "2x2", "--jobs", "1")
     assert grid.returncode == 0, grid.stderr
     row, notes = rows(grid, "cortex-m4f")
     assert int(row[4].replace(",", "")) < 37_632 and len(notes) == 1 and notes[0].startswith("cortex-m4f: 2x2 patches")
-    wrong = run_cli(model, "--analyze", "--target", "cortex-m4f", "--patches", "1x500", "--jobs", "1")
+    wrong = analyze(model, "--analyze", "--target", "cortex-m4f", "--patches", "1x500", "--jobs", "1")
     assert wrong.returncode == 2 and len(wrong.stderr.splitlines()) == 1
     assert "--patches 1x500: the model has no chain of windowed NHWC stages" in wrong.stderr

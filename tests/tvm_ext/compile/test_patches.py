@@ -155,19 +155,26 @@ def test_plans_are_of_the_chain_in_the_layouts_the_passes_choose(tmp_path, reque
 
 
 
+def small_float_residual(folder: Path) -> Path:
+    """A float residual CNN of 4 channels on a 32x32 input, written into `folder` (a ModelFactory of the session's
+    bundle cache: the tests below share its layer-by-layer compiles)."""
+    model = folder / "residual_float.tflite"
+    model.write_bytes(residual_model((32, 32), 4, float32=True))
+    return model
+
+
 @pytest.mark.parametrize("under_nhwc", [0, 1], ids=["layer_by_layer_in_nhwc", "patches_in_nhwc"])
-def test_auto_searches_nhwc_when_the_layouts_chosen_have_no_chain(tmp_path, under_nhwc):
+def test_auto_searches_nhwc_when_the_layouts_chosen_have_no_chain(compiled, tmp_path, under_nhwc):
     """A small float model whose layout estimate puts its first convolutions in NCHW (lowpower, 4 channels: no
     window chain of NHWC stages from the input) and whose layer-by-layer RAM does not fit: `auto` (with the
     layouts chosen, no --layout) compiles it with every layer in NHWC, layer by layer when that fits (no extra
     MACs), else patch by patch (a board `under_nhwc` byte below layer by layer in NHWC), its self-test passing,
-    instead of refusing the model."""
-    model = tmp_path / "residual_float.tflite"
-    model.write_bytes(residual_model((32, 32), 4, float32=True))
-    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
-    layouts = json.loads((tmp_path / "whole" / "manifest.json").read_text())["subgraph_layouts"]
+    instead of refusing the model. (Both cases compare with the same two layer-by-layer compiles: the session's.)"""
+    model = small_float_residual(tmp_path)
+    whole = compiled(small_float_residual, "lowpower", build=False)
+    layouts = json.loads((whole.out_dir / "manifest.json").read_text())["subgraph_layouts"]
     assert layouts[0]["layout"] == "NCHW"  # the case this test is about
-    nhwc = tvm_ext.compile(model, "lowpower", tmp_path / "nhwc", build=False, layout="nhwc")
+    nhwc = compiled(small_float_residual, "lowpower", build=False, layout="nhwc")
     assert nhwc.total_ram_bytes < whole.total_ram_bytes
     lines: list[str] = []
     sram = nhwc.total_ram_bytes - under_nhwc if under_nhwc else whole.total_ram_bytes - 1
@@ -183,8 +190,7 @@ def test_auto_searches_nhwc_when_the_layouts_chosen_have_no_chain(tmp_path, unde
 def test_auto_refuses_in_one_line_when_no_plan_fits_in_nhwc_either(tmp_path):
     """The same model on a board where no plan fits, in the layouts chosen or in NHWC: one line, naming the best
     plan with every layer in NHWC."""
-    model = tmp_path / "residual_float.tflite"
-    model.write_bytes(residual_model((32, 32), 4, float32=True))
+    model = small_float_residual(tmp_path)
     with pytest.raises(DoesNotFitError, match=r"; patch by patch with every layer in NHWC at best \(") as refused:
         tvm_ext.compile(model, _board(tmp_path, 14_000), tmp_path / "out", build=False)
     assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
@@ -237,15 +243,23 @@ def test_auto_refuses_with_the_best_plans_excess_when_none_fits(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def pooled_chain(folder: Path) -> Path:
+    """The chain of window stages up to a global average pool, written into `folder` (a ModelFactory of the
+    session's bundle cache)."""
+    model = folder / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS, global_pool=True))
+    return model
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("patches", ["stream", "stream3"])
-def test_streamed_bands_to_a_global_pool_pass_their_selftest_on_a_poisoned_arena(tmp_path, patches):
+def test_streamed_bands_to_a_global_pool_pass_their_selftest_on_a_poisoned_arena(compiled, tmp_path, patches):
     """Streamed bands up to a global average pool, summed band by band: no extra MACs, a smaller arena than layer
     by layer, recorded in the manifest; the plan is an ordinary one, so the self-test (against TFLite) passes with
-    every byte no live buffer holds poisoned before each call, under the strict warnings and the sanitizers."""
-    model = tmp_path / "chain.tflite"
-    model.write_bytes(chain_model(IMAGE, CHANNELS, global_pool=True))
-    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
+    every byte no live buffer holds poisoned before each call, under the strict warnings and the sanitizers.
+    (Both cases compare with the same layer-by-layer compile: the session's.)"""
+    model = pooled_chain(tmp_path)
+    whole = compiled(pooled_chain, "lowpower", build=False)
     lines: list[str] = []
     bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches=patches, log=lines.append)
     assert bundle.selftest.passed and bundle.arena_bytes < whole.arena_bytes
@@ -334,20 +348,20 @@ needs_qemu = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI
 
 @needs_qemu
 @pytest.mark.slow
-def test_person_detect_fits_cortex_m0plus_patch_by_patch_with_its_code_counted(tmp_path):
+def test_person_detect_fits_cortex_m0plus_patch_by_patch_with_its_code_counted(compiled):
     """Refused layer by layer (arena 37,632 B + its 9,216 B input over 32 KB). --patches auto takes the plan of
     fewest extra MACs (streamed bands: none) that fits every limit with everything counted: its planned RAM, then
     after its build the stack measured under QEMU and the flash measured with its code (each band's or patch's
     kernels have shapes of their own). A plan refused after its build does not end the search. The bundle agrees
-    with TFLite Micro bit for bit under QEMU."""
-    model = models_dir() / "tflm" / "person_detect.tflite"
-    lines: list[str] = []
-    bundle = tvm_ext.compile(model, "cortex-m0plus", tmp_path / "out", patches="auto", log=lines.append)
+    with TFLite Micro bit for bit under QEMU. (--patches auto is the default: the session's compile, whose bundle
+    the backend suite compares with generic_c.)"""
+    key = ("tflm/person_detect.tflite", "cortex-m0plus")
+    bundle, lines = compiled(*key), compiled.log_of(*key)
     assert bundle.selftest.passed
     assert bundle.ram.stack_source is StackSource.MEASURED and bundle.total_ram_bytes <= 32_768
     assert bundle.flash.measured and bundle.flash.total_bytes <= 262_144
     said = [line for line in lines if line.split()[:1] == ["patches"]]
-    entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    entry = json.loads((bundle.out_dir / "manifest.json").read_text())["patches"]
     # (layer by layer: 37,632 B forwards, less where convolutions run backwards: tvm_ext.compile.reversed_loops)
     assert said and all(f"arena {entry['arena_bytes_layer_by_layer']:,} B layer by layer -> " in line for line in said)
     assert entry["arena_bytes_layer_by_layer"] <= 37_632

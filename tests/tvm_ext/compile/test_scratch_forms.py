@@ -80,35 +80,34 @@ def test_no_form_where_no_scratch_sets_the_arena() -> None:
                          lambda p: plan_memory(buffers_from_plan(p))) == {}
 
 
-def _str_ww_manifest(tmp_path: Path, target, patches: str | None) -> tuple[dict, str, int]:
-    """str_ww_ref_model compiled (not built) for `target` with `patches`: its manifest, kernels' C and total RAM
-    (bytes)."""
-    out = tmp_path / f"out_{patches}"
-    bundle = tvm_ext.compile(models_dir() / "mlperf_tiny" / "str_ww_ref_model.tflite", target, out, build=False,
-                             patches=patches)
-    return (json.loads((out / "manifest.json").read_text()), (out / "str_ww_ref_model_kernels.c").read_text(),
-            bundle.ram.total_bytes)
+STR_WW = "mlperf_tiny/str_ww_ref_model.tflite"
 
 
-@pytest.mark.parametrize("patches", [None, "off"])
-def test_a_model_that_fits_keeps_every_kernels_scratch(tmp_path: Path, patches: str | None) -> None:
+def _str_ww_manifest(bundle) -> tuple[dict, str, int]:
+    """A bundle of str_ww_ref_model: its manifest, kernels' C and total RAM (bytes)."""
+    return (json.loads((bundle.out_dir / "manifest.json").read_text()),
+            (bundle.out_dir / "str_ww_ref_model_kernels.c").read_text(), bundle.ram.total_bytes)
+
+
+@pytest.mark.parametrize("options", [{}, {"patches": "off"}], ids=["None", "off"])
+def test_a_model_that_fits_keeps_every_kernels_scratch(compiled, options: dict) -> None:
     """str_ww_ref_model fits cortex-m4f layer by layer: its default compile (auto) and `--patches off` take no
     scratch-free form (they cost instructions; memory is not the constraint): the arena keeps the 1x1
-    convolution's widened inputs, 3,840 B."""
-    manifest, kernels, _ = _str_ww_manifest(tmp_path, "cortex-m4f", patches)
+    convolution's widened inputs, 3,840 B. (The session's compiles: the next test reads the same `off` one.)"""
+    manifest, kernels, _ = _str_ww_manifest(compiled(STR_WW, "cortex-m4f", build=False, **options))
     assert "scratch_forms" not in manifest or manifest["scratch_forms"] is None
     assert manifest["arena"]["bytes"] == 3_840
     assert "_pair_tiles_direct_s8(" not in kernels and "str_ww_ref_model_pair_tiles_s8" in kernels  # with scratch
 
 
-def test_auto_takes_the_forms_before_patches_where_layer_by_layer_does_not_fit(tmp_path: Path) -> None:
+def test_auto_takes_the_forms_before_patches_where_layer_by_layer_does_not_fit(compiled, tmp_path: Path) -> None:
     """On a cortex-m4f with too little SRAM for str_ww_ref_model's layer-by-layer RAM but enough without the peak's
     scratch, auto takes the scratch-free forms (no extra MACs) and no patch plan; the manifest records the bytes
     saved and the instructions added."""
-    profile = resolve_profile("cortex-m4f")
-    total = _str_ww_manifest(tmp_path, profile, "off")[2]
-    small = replace(profile, sram_bytes=total - 64)  # the forms save 128 B of arena
-    manifest, kernels, _ = _str_ww_manifest(tmp_path, small, "auto")
+    total = _str_ww_manifest(compiled(STR_WW, "cortex-m4f", build=False, patches="off"))[2]
+    small = replace(resolve_profile("cortex-m4f"), sram_bytes=total - 64)  # the forms save 128 B of arena
+    manifest, kernels, _ = _str_ww_manifest(tvm_ext.compile(models_dir() / STR_WW, small, tmp_path / "out",
+                                                            build=False, patches="auto"))
     forms = manifest["scratch_forms"]
     assert manifest.get("patches") is None and manifest["arena"]["bytes"] == forms["arena_bytes"] == 3_712
     assert forms["arena_bytes_with_scratch"] == 3_840 and forms["extra_instructions"] > 0

@@ -131,3 +131,38 @@ def test_qdq_mul_add_hard_swish_compiles_and_equals_onnxruntime(tmp_path):
     _qdq_mul_add_hard_swish(path)
     bundle = compile(path, "lowpower", tmp_path / "out")
     assert mismatches(bundle, path, 8) == []
+
+
+def _qdq_add_scalar_constant(path) -> None:
+    """x (float) -> QDQ -> Add of a rank-0 constant 1.0 through QuantizeLinear -> DequantizeLinear -> QDQ -> y:
+    how onnxruntime's quantize_static writes the scalars of PyTorch's erf GELU (0.5 * x * (1 + erf(x / sqrt 2)))
+    in a TorchScript export."""
+    constants = []
+
+    def quantization(name: str, scale: float, zero_point: int) -> list[str]:
+        constants.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"),
+                          numpy_helper.from_array(np.array(zero_point, np.int8), f"{name}_zero_point")])
+        return [f"{name}_scale", f"{name}_zero_point"]
+
+    node = helper.make_node
+    nodes = [node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1.0, np.float32))),
+             node("QuantizeLinear", ["one", *quantization("one", 0.0078, 0)], ["one_q"]),
+             node("DequantizeLinear", ["one_q", "one_scale", "one_zero_point"], ["one_float"]),
+             node("QuantizeLinear", ["x", *quantization("x", 0.05, 3)], ["x_q"]),
+             node("DequantizeLinear", ["x_q", "x_scale", "x_zero_point"], ["x_float"]),
+             node("Add", ["x_float", "one_float"], ["sum"]),
+             node("QuantizeLinear", ["sum", *quantization("y", 0.06, -2)], ["y_q"]),
+             node("DequantizeLinear", ["y_q", "y_scale", "y_zero_point"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq_add_scalar_constant",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], constants)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_qdq_add_of_a_scalar_constant_compiles_and_equals_onnxruntime(tmp_path):
+    # Before, the compile failed (an internal error, "integer modulo by zero"): the QuantizeLinear of a rank-0
+    # tensor took its axis modulo the rank, and its kernel read the scale along an axis the scalar has not.
+    path = tmp_path / "add_scalar_constant.onnx"
+    _qdq_add_scalar_constant(path)
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    assert mismatches(bundle, path, 8) == []

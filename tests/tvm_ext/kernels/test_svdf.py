@@ -17,7 +17,7 @@ import tvm_ext  # noqa: E402
 from stateful_bundle_driver import run_with_reset_last, run_with_reset_last_on_qemu, tflm_invocations  # noqa: E402
 from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
-from tvm_ext.kernels.extern_mac import interleave_weights, lane_order, padded_to_tiles  # noqa: E402
+from tvm_ext.kernels.extern_mac import interleave_weights, lane_order, padded_to_tiles, rows_padded  # noqa: E402
 from tvm_ext.kernels.svdf import (  # noqa: E402
     svdf_feature_multiplier,
     svdf_feature_offsets,
@@ -50,11 +50,13 @@ def _host_function(build, arrays: list[np.ndarray]):
 
 
 def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False, interleaved: bool = False,
-          unit_rows: bool = False, lanes: bool = False) -> list[np.ndarray]:
+          unit_rows: bool = False, lanes: bool = False, rows: bool = False) -> list[np.ndarray]:
     """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it;
     with ``fold``, the state zero point folded into the bias as the lowering folds it (svdf_time_offsets); with
     ``interleaved``, the feature weights interleaved and padded to whole tiles and groups as a DSP core's lowering
-    gives them (every filter's product in one reduction block); with ``unit_rows``, the time product and its
+    gives them (every filter's product in one reduction block); with ``rows``, in TFLite's rows, the filters padded
+    to whole tiles as a Helium core's lowering gives them (every filter's product in one reduction block too); with
+    ``unit_rows``, the time product and its
     requantization unit after unit as a DSP core's lowering writes them (``svdf_output_rows``); with ``lanes`` too,
     their int8 time weights widened to int16 in SXTB16's lane order (``lane_order``)."""
     data, feature, time, bias, state, output = svdf_tensors(spec)
@@ -66,13 +68,13 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False, interlea
     bias_v = np.frombuffer(bias.data, "<i4") if spec.bias else None  # our kernel without bias vs TFLM's zeros
     values = np.full(state.shape, state.zero_point, spec.state_dtype)
     offsets = svdf_feature_offsets(feature_w, data.zero_point)
-    if interleaved:
-        feature_w = interleave_weights(feature_w)
+    if interleaved or rows:
+        feature_w = interleave_weights(feature_w) if interleaved else rows_padded(feature_w)
         offsets = np.pad(offsets, (0, padded_to_tiles(offsets.size) - offsets.size))
     update = _host_function(
         functools.partial(svdf_state_update, memory=spec.memory, state_zero_point=state.zero_point,
                           multiplier=feature_multiplier, shift=feature_shift, rounding=Rounding.DOUBLE,
-                          interleaved=interleaved),
+                          interleaved=interleaved, rows=rows),
         [inputs[0], values, feature_w, offsets],
     )
     time_zero_point = state.zero_point
@@ -110,17 +112,18 @@ SPECS = [
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.state_dtype}-r{s.rank}-m{s.memory}-b{s.batch}"
                          f"{'-bias' if s.bias else ''}{'-relu' if s.relu else ''}")
-@pytest.mark.parametrize("fold, interleaved, unit_rows",
-                         [(False, False, False), (True, False, False), (True, True, False), (False, True, True),
-                          (True, True, True)],
-                         ids=["zero_point", "folded", "interleaved", "unit_rows_zero_point", "unit_rows"])
-def test_kernels_match_tflm_over_invocations(spec: SvdfSpec, fold: bool, interleaved: bool, unit_rows: bool) -> None:
+@pytest.mark.parametrize("fold, interleaved, unit_rows, rows",
+                         [(False, False, False, False), (True, False, False, False), (True, True, False, False),
+                          (False, True, True, False), (True, True, True, False), (True, False, False, True)],
+                         ids=["zero_point", "folded", "interleaved", "unit_rows_zero_point", "unit_rows", "rows"])
+def test_kernels_match_tflm_over_invocations(spec: SvdfSpec, fold: bool, interleaved: bool, unit_rows: bool,
+                                             rows: bool) -> None:
     rng = np.random.default_rng(spec.seed + 100)
     inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
     expected = _tflm(spec, inputs)
     saturated = np.mean([np.isin(e, (-128, 127)).mean() for e in expected])
     assert saturated < 0.5, "the test model's scales leave too little of the output range to compare"
-    results = _ours(spec, inputs, fold, interleaved, unit_rows)
+    results = _ours(spec, inputs, fold, interleaved, unit_rows, rows=rows)
     for invocation, (ours, theirs) in enumerate(zip(results, expected, strict=True)):
         np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")
 

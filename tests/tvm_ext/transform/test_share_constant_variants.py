@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import tvm
 import tvm_ffi
 from tvm import relax, s_tir, te, tirx
 
 from tvm_ext.layers import OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR
+from tvm_ext.tir.tir_walk import walk
 from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
                                                        in_first_read_order, share_constant_variants,
                                                        variable_immediates)
@@ -100,10 +102,19 @@ def _funcs(kernels) -> dict:
     return funcs
 
 
-def test_index_offsets_are_not_constants() -> None:
-    """Before: x[i + 1] * 3 + 5 and x[i + 2] * 3 + 5 (equal but for a load's index offset). Expected: no group,
-    where masking the offset would have read x[i + constants[0]], an index index_checks cannot bound."""
-    assert constant_groups(_funcs([_indexed(1, 3), _indexed(2, 3)])) == []
+def test_index_offsets_are_not_values() -> None:
+    """Before: x[i + 1] * 3 + 5 and x[i + 2] * 3 + 5 (equal but for a load's index offset). Expected: no group of
+    values; one group of index offsets, its one slot the offset."""
+    funcs = _funcs([_indexed(1, 3), _indexed(2, 3)])
+    assert constant_groups(funcs) == []
+    groups = constant_groups(funcs, offsets=True)
+    assert [(g.names, g.values, g.offsets) for g in groups] == [(("k0", "k1"), {"k0": (1,), "k1": (2,)}, True)]
+
+
+def test_index_offsets_vary_alone() -> None:
+    """Before: x[i + 1] * 3 + 5 and x[i + 2] * 7 + 5 (an index offset and a scale vary). Expected: no group of
+    index offsets: with two slots, the range of the constants' values would not bound the index by a member's."""
+    assert constant_groups(_funcs([_indexed(1, 3), _indexed(2, 7)]), offsets=True) == []
 
 
 def test_index_offset_stays_where_values_vary() -> None:
@@ -197,12 +208,13 @@ def test_operands_named_by_position_keep_their_order() -> None:
 
 
 def test_small_kernels_are_not_shared() -> None:
-    """A kernel whose code is smaller than the arrays its calls would carry stays one kernel a call."""
+    """Kernels whose code is smaller than the arrays and arguments their calls would carry (two kernels of one
+    loop of x * scale, each called twice) stay one kernel each."""
     def tiny(scale: int):
         return lambda x: te.compute(x.shape, lambda i: x[i].astype("int32") * scale, name="tiny")
 
-    mod = share_constant_variants(_module([tiny(3), tiny(7)]))
-    assert len({name for name, _ in _called(mod)}) == 2
+    mod = share_constant_variants(_module([tiny(3), tiny(7), tiny(3), tiny(7)]))
+    assert [name for name, _ in _called(mod)] == ["chain", "chain1", "chain", "chain1"]
 
 
 def test_unrolled_gru_steps_share_kernels(compiled) -> None:
@@ -220,11 +232,19 @@ def test_unrolled_gru_steps_share_kernels(compiled) -> None:
 
 
 def test_constant_loads_weigh_against_the_code_saved() -> None:
-    """Two kernels of 100 expression nodes and one slot: shared at 24 loads of the constant a call (a GRU gate's
-    loop), not at 100,000 (a loop over a large tensor: more instructions than the code saved is worth)."""
+    """Two kernels of 200 B, one slot, a call each: shared at 24 loads of the constant a call (a GRU gate's loop),
+    not at 100,000 (a loop over a large tensor: more instructions than the code saved is worth)."""
     group = Group(("a", "b"), {0: 0}, {"a": (1,), "b": (2,)})
-    assert group.pays(100, 24)
-    assert not group.pays(100, 100_000)
+    assert group.pays(200, 24, calls=2)
+    assert not group.pays(200, 100_000, calls=2)
+
+
+def test_every_call_pays_its_argument() -> None:
+    """Two kernels of 40 B, one slot: shared where each is called once (40 B saved against two arrays and two
+    arguments), not where each is called ten times (twenty calls' arguments weigh more than one kernel)."""
+    group = Group(("a", "b"), {0: 0}, {"a": (1,), "b": (2,)})
+    assert group.pays(40, 1, calls=2)
+    assert not group.pays(40, 1, calls=20)
 
 
 def test_constant_loads_count_loop_iterations() -> None:
@@ -233,3 +253,80 @@ def test_constant_loads_count_loop_iterations() -> None:
     constants = te.placeholder((2,), "int32", name=CONSTANTS_ROLE)
     out = te.compute((8,), lambda i: x[i].astype("int32") * constants[0] + constants[1], name="out")
     assert constant_loads(te.create_prim_func([x, constants, out])) == 16
+
+
+def _tiles_call(zero_point: int, channels: int = 4):
+    """A TE kernel of one call of the fused channel tiles' op (``conv_tiles_s8``: out, x, w, bias, multiplier,
+    shift, then the input's zero point and the window's sizes) over 16 int8 inputs, `channels` outputs."""
+    from backends.cortex_m.schedules.conv_tiles import CONV_TILES_OPS
+    from tvm_ext.tir.extern_stage import element_address, extern_from_zero
+
+    def kernel(x: te.Tensor, w: te.Tensor, bias: te.Tensor, multiplier: te.Tensor, shift: te.Tensor) -> te.Tensor:
+        def build(ins, outs):
+            zero = tirx.const(0, "int32")
+            addresses = [element_address(buffer, zero) for buffer in (outs[0], *ins)]
+            return tirx.Evaluate(tirx.call_intrin("int32", CONV_TILES_OPS["int32"], *addresses, zero_point, 0, 16, 1,
+                                                  16, channels))
+        return extern_from_zero([channels], [x, w, bias, multiplier, shift], build, "tiles")
+    return kernel
+
+
+def _tiles_module(calls) -> tvm.IRModule:
+    """main(x) calling one fused tiles kernel per (zero point, channels) of `calls` on x with its own constants."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((16,), "int8"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            results = []
+            for zero_point, channels in calls:
+                constants = [relax.const(np.full(shape, 1, dtype)) for shape, dtype in (
+                    ((channels * 16,), "int8"), ((channels,), "int32"), ((channels,), "int32"), ((channels,), "int8"))]
+                results.append(bb.emit_te(_tiles_call(zero_point, channels), x, *constants,
+                                          primfunc_name_hint="fully_connected"))
+            out = bb.emit_output(relax.Tuple(results))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_helper_calls_share_their_value_arguments() -> None:
+    """Before: three fused tiles kernels of one window, their input zero points 3, -4 and 9 (a helper call's value
+    argument: neither an address nor a size its access reads). Expected: one kernel, each call passing its zero
+    point in `constants`; the window's sizes stay immediates."""
+    mod = share_constant_variants(_tiles_module([(3, 4), (-4, 4), (9, 4)]))
+    calls = _called(mod)
+    assert len({name for name, _ in calls}) == 1
+    assert [list(operand.value.numpy()) for _, operand in calls] == [[3], [-4], [9]]
+    [call] = [n for n in walk(mod[calls[0][0]].body) if isinstance(n, tvm.ir.Call) and n.op.name.endswith("s8")]
+    assert isinstance(call.args[6], tvm.ir.TensorLoad) and call.args[6].source.name == CONSTANTS_ROLE
+    assert [int(arg) for arg in call.args[7:]] == [0, 16, 1, 16, 4]
+
+
+def test_helper_call_sizes_stay_immediates() -> None:
+    """Before: two fused tiles kernels of one zero point, 4 and 8 channels (a size the helper's access reads).
+    Expected: no group: sizes are the kernels' own."""
+    funcs = {f"k{i}": te.create_prim_func([*inputs, _tiles_call(3, channels)(*inputs)])
+             for i, channels in enumerate((4, 8))
+             for inputs in [[te.placeholder(shape, dtype) for shape, dtype in (
+                 ((16,), "int8"), ((channels * 16,), "int8"), ((channels,), "int32"), ((channels,), "int32"),
+                 ((channels,), "int8"))]]}
+    assert constant_groups(funcs) == []
+
+
+def test_bundle_choices_see_a_shared_group_as_one_kernel() -> None:
+    """Before: main calls chain(x * 3 + 5), chain(x * 7 - 2) (one shared group) and a third kernel of its own. A
+    backend's bundle choice (tvm_ext.lower.bundle_choice) that picks every kernel it is shown. Expected: it is
+    shown the group's first kernel, called twice, and the other kernel; both members take the first's choice."""
+    from backends.backend import BundleChoice
+    from tvm_ext.lower import bundle_choice
+
+    shown = {}
+
+    def choose(kernels, calls):
+        shown.update({name: calls[name] for name in kernels})
+        return BundleChoice({name: f"choice of {name}" for name in kernels})
+
+    mod = _module([_chain(3, 5), _chain(7, -2, subtract=True), lambda x: te.compute(x.shape, lambda i: x[i] + 1)])
+    names = [name for name, _ in _called(mod)]
+    assert bundle_choice(choose, mod) == {names[0]: f"choice of {names[0]}", names[1]: f"choice of {names[0]}",
+                                          names[2]: f"choice of {names[2]}"}
+    assert shown == {names[0]: 2, names[2]: 1}

@@ -29,6 +29,7 @@ _OPERANDS: dict[str, tuple[dict[int, tuple[int, int]], tuple[int, int] | None]] 
     "QLinearMul": ({0: (1, 2), 3: (4, 5)}, (6, 7)),
     "QLinearAveragePool": ({0: (1, 2)}, (3, 4)),
     "QLinearGlobalAveragePool": ({0: (1, 2)}, (3, 4)),
+    "QLinearSoftmax": ({0: (1, 2)}, (3, 4)),
 }
 
 

@@ -18,6 +18,9 @@ rules, and writes the same operators, so that our kernels compute what onnxrunti
   float: onnxruntime's DequantizeLinear, float Add, QuantizeLinear (rounding x / scale half to even).
 - AveragePool, GlobalAveragePool -> com.microsoft QLinearAveragePool, QLinearGlobalAveragePool, when input
   and output have one type (``tvm_ext.kernels.onnxruntime_pool``).
+- Softmax -> com.microsoft QLinearSoftmax, when input and output have one type: onnxruntime's float32 table of
+  exponentials (``tvm_ext.kernels.onnxruntime_softmax``), not a float softmax quantized; its ``opset`` attribute
+  the model's, as onnxruntime writes it (the default axis differs before opset 13).
 - Concat -> com.microsoft QLinearConcat when its inputs and output have one type: each input requantized as
   DequantizeLinear then QuantizeLinear would (the numbers of the float path, without its float tensors).
 - A DequantizeLinear / QuantizeLinear pair of the same type, scale and zero point around an operator that
@@ -33,6 +36,7 @@ QuantizeLinear's output keeps its name; DequantizeLinear nodes no node reads any
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -217,6 +221,16 @@ def _pool(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
     return _fused_node(f"QLinear{node.op_type}", group, _operands(group, 0), MS_DOMAIN)
 
 
+def _softmax(graph: QdqGraph, node: onnx.NodeProto, opset: int) -> onnx.NodeProto | None:
+    """Softmax -> QLinearSoftmax (onnxruntime's UnarySelector: input and output of one type), with the model's
+    opset."""
+    group = _group(graph, node, 1)
+    if group is None or not group.inputs[0].per_tensor or not _same_types(group):
+        return None
+    return _fused_node("QLinearSoftmax", group, _operands(group, 0), MS_DOMAIN,
+                       [*node.attribute, helper.make_attribute("opset", opset)])
+
+
 def _data_movement(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
     """``node`` on the quantized tensor when its DequantizeLinear and QuantizeLinear have the same per-tensor
     parameters: q(dq(x)) is x for such parameters, and onnxruntime drops the pair so too (MaxPool only for a
@@ -276,6 +290,8 @@ def fuse_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with its fusable QDQ groups as the operators onnxruntime runs (a copy; ``model`` itself when
     there is nothing to fuse)."""
     graph = QdqGraph(model.graph)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    fusions = {**_FUSIONS, "Softmax": functools.partial(_softmax, opset=opset)}
     replacements, absorbed = {}, set()
     for node in model.graph.node:
         split = _split(graph, node) if node.op_type == "Split" and not node.domain else None
@@ -283,7 +299,7 @@ def fuse_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
             replacements[id(node)] = split[0]
             absorbed.update(id(quantize) for quantize in split[1:])
             continue
-        fused = _FUSIONS[node.op_type](graph, node) if node.op_type in _FUSIONS and not node.domain else None
+        fused = fusions[node.op_type](graph, node) if node.op_type in fusions and not node.domain else None
         if fused is not None:
             replacements[id(node)] = fused
             quantize = graph.producer[fused.output[0]]

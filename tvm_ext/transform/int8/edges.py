@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Union
 
 from tvm import relax
+from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_const, is_op, wildcard
 
 from ...kernels import dequantize_int8, quantize_int8
@@ -58,9 +59,20 @@ def onnx_edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedC
     mismatch = next((o for o in operands if isinstance(o, Mismatch)), None)
     if mismatch is not None:
         return mismatch
-    kernel = quantize_linear if kind == "QUANTIZE" else dequantize_linear
-    axis = int(call.attrs.axis) % len(call.args[0].ty.shape.values)
-    return FixedCall(KernelCall(kind, call, kernel, tuple(operands), {"axis": axis}))
+    rank = len(call.args[0].ty.shape.values)
+    axis = int(call.attrs.axis) % rank if rank else 0  # a scalar's scale and zero point are per tensor
+    if kind == "QUANTIZE":
+        return FixedCall(KernelCall(kind, call, quantize_linear, (operands[0],), {
+            "scale": _value(operands[1], float), "zero_point": _value(operands[2], int), "axis": axis,
+            "dtype": str(call.ty.dtype)}))
+    return FixedCall(KernelCall(kind, call, dequantize_linear, tuple(operands), {"axis": axis}))
+
+
+def _value(operand: relax.Expr, kind: type) -> Union[relax.Expr, int, float]:
+    """A constant of one value as that value (``kind``: int or float; the kernel's immediate), else ``operand``."""
+    if isinstance(operand, Constant) and operand.value.numpy().size == 1:
+        return kind(operand.value.numpy().reshape(-1)[0])
+    return operand
 
 
 def _completes_quantize(value: relax.Expr, ctx: LoweringContext) -> bool:

@@ -93,6 +93,10 @@ class LoweringContext:
     """Each output channel's int8 CONV_2D weight length for a window (KH, KW, I), padded or not
     (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
     interleaved_gate_weights: bool = False
+    whole_gate_rows: bool = False
+    """Whether a recurrent cell's products (an LSTM's gates, an SVDF's feature product) run over all of its units in
+    one block over TFLite's rows where they do not take interleaved weights
+    (``backends.backend.KernelSchedules.whole_gate_rows``)."""
     svdf_unit_rows: tuple[str, ...] = ()
     """The SVDF state types whose time product and requantization are one TE extern stage, unit after unit
     (``backends.backend.KernelSchedules.svdf_unit_rows``)."""

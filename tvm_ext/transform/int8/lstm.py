@@ -8,10 +8,13 @@ products' offsets (the biases with the input and hidden zero points folded in at
 (``LoweringContext.interleaved_gate_weights``) each gate's weights interleaved per tile of four units
 (``tvm_ext.kernels.lstm.interleave_gate_weights``, padded with zero weights to whole tiles and groups: the
 kernel then carries its layer's MAC count), and widened to int16 where the backend asks and the flash holds their
-extra byte each (``tvm_ext.transform.int8.lowering.widen_gate_weights``). Its PrimFunc is marked with
-``STATE_OPERANDS_ATTR`` (the hidden and cell state operands: the plan makes them the bundle's static state, ``H0``
-and ``C0`` their reset values; the kernel rewrites them in place) and opaque, so that fusion never turns a state
-into a kernel-local buffer. The scales are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
+extra byte each (``tvm_ext.transform.int8.lowering.widen_gate_weights``); else where it asks
+(``LoweringContext.whole_gate_rows``) in TFLite's rows, units padded to whole tiles by zero rows
+(``tvm_ext.kernels.extern_mac.rows_padded``; its MAC count likewise), each gate's product one block over all of
+them. Its PrimFunc is marked with ``STATE_OPERANDS_ATTR`` (the hidden and cell state operands: the plan makes them
+the bundle's static state, ``H0`` and ``C0`` their reset values; the kernel rewrites them in place) and opaque, so
+that fusion never turns a state into a kernel-local buffer. The scales are TFLM's
+(``tvm_ext.kernels.lstm.lstm_params``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 from tvm import relax
 
 from ...frontend.tflite_ops.lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
+from ...kernels.extern_mac import rows_padded
 from ...kernels.lstm import (GATES, LstmQuantization, gate_products, interleave_gate_weights, lstm_int8, lstm_params,
                              signed_sigmoid_table)
 from .graph import Quant
@@ -70,13 +74,17 @@ def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Misma
     stacked_recurrent = np.stack([w for w, _ in recurrent_weights])
     input_offsets, recurrent_offsets, products = gate_products(np.stack(biases).astype(np.int32), stacked_input,
                                                                stacked_recurrent, params,
-                                                               interleave=ctx.interleaved_gate_weights)
+                                                               interleave=ctx.interleaved_gate_weights,
+                                                               rows=ctx.whole_gate_rows)
     func_attrs = {STATE_OPERANDS_ATTR: (_HIDDEN, _CELL), "op_pattern": OPAQUE_PATTERN}
-    if products.interleaved:
+    if products.whole_gates:
         units, depth = stacked_recurrent.shape[1], stacked_input.shape[2]
         # the layer's MACs, not the zero weights' of the padding (tvm_ext.plan.macs.with_mac_count keeps this)
         rows = int(np.prod([int(extent) for extent in ctx.lowered[source].ty.shape][:2]))
         func_attrs[MACS_ATTR] = rows * len(GATES) * units * (depth + units)
+    if products.rows:
+        stacked_input, stacked_recurrent = rows_padded(stacked_input), rows_padded(stacked_recurrent)
+    if products.interleaved:
         stacked_input = interleave_gate_weights(stacked_input)
         stacked_recurrent = interleave_gate_weights(stacked_recurrent)
         stacked_input, stacked_recurrent = widen_gate_weights(ctx, step, stacked_input, stacked_recurrent)

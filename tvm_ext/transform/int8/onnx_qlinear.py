@@ -1,11 +1,13 @@
 """ONNX's and onnxruntime's QLinear operators: our frontend's markers (``tvm_ext.frontend.onnx_ops.qlinear_ops``)
 -> one kernel each, with onnxruntime's arithmetic: QLinearConv and QLinearMatMul (and QGemm, the QLinearMatMul
 marker with a bias) of ``tvm_ext.kernels.onnx_qlinear``, QLinearAdd and QLinearMul of
-``tvm_ext.kernels.onnxruntime_elementwise``, the two average pools of ``tvm_ext.kernels.onnxruntime_pool``.
+``tvm_ext.kernels.onnxruntime_elementwise``, the two average pools of ``tvm_ext.kernels.onnxruntime_pool``,
+QLinearSoftmax of ``tvm_ext.kernels.onnxruntime_softmax``.
 
 The marker's tensor operands are the node's inputs: constants stay Relax constants, the others must be
-tensors the pass has lowered (a model input, or an integer result of another kernel). The elementwise and
-pooling operators need constant scales and zero points (the kernels' parameters are computed at compile time)."""
+tensors the pass has lowered (a model input, or an integer result of another kernel). The elementwise,
+pooling and softmax operators need constant scales and zero points (the kernels' parameters are computed at
+compile time)."""
 
 from __future__ import annotations
 
@@ -18,11 +20,13 @@ from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
 from ...frontend.onnx_ops.qlinear_ops import (MARKERS, QLINEAR_ADD, QLINEAR_AVERAGE_POOL, QLINEAR_CONV,
-                                              QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL, QLINEAR_MUL)
+                                              QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL, QLINEAR_MUL,
+                                              QLINEAR_SOFTMAX)
 from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from ...kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul, qlinear_mul_ratio,
                                                 vector_is_second)
 from ...kernels.onnxruntime_pool import global_average_multiplier, qlinear_average_pool, qlinear_global_average_pool
+from ...kernels.onnxruntime_softmax import output_multiplier, qlinear_softmax, softmax_table
 from ...layers import DECLARED_MACS_ATTR
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -86,11 +90,52 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
         operands["multiplier"] = multiplier
     if ctx.integer_requantization:
         operands["integer_requantization"] = True
+    folded = _folded_operands(weight, operands) if marker == QLINEAR_CONV else None
+    operands = _immediate_zero_points(operands)
     if marker == QLINEAR_MATMUL:
         return KernelCall("QLinearMatMul", call, qlinear_matmul, (data, weight), operands)
     strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
     attrs = {"strides": strides, "pads": pads, "dilations": dilations, "group": int(geometry[3].value)}
+    if folded is not None:
+        operands = {**operands, "bias": relax.const(folded), "zero_point_in_bias": True}
     return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
+
+
+def _immediate_zero_points(operands: dict) -> dict:
+    """``operands`` with the data's and the output's zero points as their values where they are constants of one
+    value (the kernel's immediates, ``tvm_ext.kernels.onnx_qlinear.ZeroPoint``) and the output type as ``dtype``."""
+    immediate = {name: int(_scalar(operands[name])) for name in ("x_zero_point", "a_zero_point", "y_zero_point")
+                 if name in operands and _scalar(operands[name]) is not None}
+    return {**operands, **immediate, "dtype": _out_dtype(operands, "y")}
+
+
+def _folded_operands(weight: relax.Expr, operands: dict) -> Optional[np.ndarray]:
+    """The int32 bias with x's zero point folded in (``folded_conv_bias``) where the generic QLinearConv kernel
+    can multiply raw inputs: constant weights of zero point 0, a constant per-tensor x zero point, a constant bias
+    or none; else None."""
+    x_zero_point, weight_zero_point, bias = (operands.get(name) for name in ("x_zero_point", "w_zero_point", "bias"))
+    if (not isinstance(weight, Constant) or _scalar(x_zero_point) is None
+            or not isinstance(weight_zero_point, Constant) or np.any(weight_zero_point.value.numpy() != 0)
+            or (bias is not None and not isinstance(bias, Constant))):
+        return None
+    largest = 128 if str(x_zero_point.ty.dtype) == "int8" else 255
+    return folded_conv_bias(weight.value.numpy(), None if bias is None else bias.value.numpy(),
+                            int(_scalar(x_zero_point)), largest)
+
+
+def folded_conv_bias(weights: np.ndarray, bias: Optional[np.ndarray], x_zero_point: int,
+                     largest_input: int) -> Optional[np.ndarray]:
+    """A QLinearConv's int32 bias minus ``x_zero_point`` times each output channel's weight sum (weights [O, ...] of
+    zero point 0; ``bias`` [O] or None): with it the sums of raw inputs (the padding's read as the zero point) equal
+    the QLinearConv's, where every partial sum stays within int32 (inputs of magnitude at most ``largest_input``:
+    128 for int8, 255 for uint8); None where one may not."""
+    rows = weights.reshape(weights.shape[0], -1).astype(np.int64)
+    biases = np.zeros(weights.shape[0], np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
+    folded = biases - x_zero_point * rows.sum(axis=1)
+    reach = np.abs(folded) + largest_input * np.abs(rows).sum(axis=1)  # every partial sum of raw products
+    if int(reach.max(initial=0)) > np.iinfo(np.int32).max:
+        return None
+    return folded.astype(np.int32)
 
 
 def _own_conv_call(call: relax.Call, data: relax.Expr, weight: relax.Expr, operands: dict, geometry: list,
@@ -122,14 +167,11 @@ def _own_conv_call(call: relax.Call, data: relax.Expr, weight: relax.Expr, opera
     bias = operands.get("bias")
     if bias is not None and not isinstance(bias, Constant):
         return None
-    rows = weights.reshape(channels, -1).astype(np.int64)
-    biases = np.zeros(channels, np.int64) if bias is None else bias.value.numpy().astype(np.int64).reshape(-1)
-    folded = biases - int(zero_points[0]) * rows.sum(axis=1)
-    reach = np.abs(folded) + 128 * np.abs(rows).sum(axis=1)  # every partial sum of raw int8 products
-    if int(reach.max(initial=0)) > np.iinfo(np.int32).max:
+    folded = folded_conv_bias(weights, None if bias is None else bias.value.numpy(), int(zero_points[0]), 128)
+    if folded is None:
         return None
     return KernelCall("QLinearConv", call, ctx.qlinear_conv, (
-        data, relax.const(weights), relax.const(folded.astype(np.int32)), relax.const(multipliers)),
+        data, relax.const(weights), relax.const(folded), relax.const(multipliers)),
         {"x_zero_point": int(zero_points[0]), "output_zero_point": int(zero_points[1]), "low": -128, "high": 127,
          "strides": strides, "pads": pads, "dilations": dilations, "group": group},
         func_attrs={DECLARED_MACS_ATTR: tirx.IntImm("int64", weights.size * out_hw[0] * out_hw[1])})
@@ -174,6 +216,18 @@ def _pool(marker: str, call: relax.Call, operands: dict, geometry: list,
         "y_zero_point": y_zero, "dtype": dtype})
 
 
+def _softmax(marker: str, call: relax.Call, operands: dict, geometry: list,
+             _ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
+    quantization = _quantization(operands, "x", "y")
+    if quantization is None:
+        return Mismatch("a QLinearSoftmax with scales or zero points that are not constants")
+    (x_scale, _), (y_scale, y_zero) = quantization
+    x = operands["x"]
+    table = relax.const(softmax_table(x_scale, int(x.ty.shape.values[-1])))
+    return KernelCall("QLinearSoftmax", call, qlinear_softmax, (x, table), {
+        "multiplier": output_multiplier(y_scale), "y_zero_point": y_zero, "dtype": _out_dtype(operands, "y")})
+
+
 # Per marker: its tensor operands in ONNX order (the node's input names; a trailing optional one may be absent),
 # how many geometry fields follow them, and the kernel call it becomes.
 _OPERANDS = {
@@ -184,11 +238,11 @@ _OPERANDS = {
     QLINEAR_AVERAGE_POOL: ("x", "x_scale", "x_zero_point", "y_scale", "y_zero_point"),
 }
 _OPERANDS[QLINEAR_MUL] = _OPERANDS[QLINEAR_ADD]
-_OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_AVERAGE_POOL]
+_OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_SOFTMAX] = _OPERANDS[QLINEAR_AVERAGE_POOL]
 _GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_AVERAGE_POOL: 4}
 _KERNEL_CALLS: dict[str, Callable[[str, relax.Call, dict, list, LoweringContext], Union[KernelCall, Mismatch]]] = {
     QLINEAR_CONV: _mac, QLINEAR_MATMUL: _mac, QLINEAR_ADD: _binary, QLINEAR_MUL: _binary,
-    QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool,
+    QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool, QLINEAR_SOFTMAX: _softmax,
 }
 
 

@@ -5,7 +5,9 @@ the state, the int8 feature weights and their sums times the input zero point (`
 the backend asks (``LoweringContext.interleaved_gate_weights``) the feature weights interleaved per tile of four
 filters (``tvm_ext.kernels.extern_mac.interleave_weights``: one helper call for every filter's product; the
 kernel then carries its layer's MAC count, not its padding's), widened to int16 where the backend asks and the flash
-holds their extra byte each (``tvm_ext.transform.int8.lowering.widen_gate_weights``). Its
+holds their extra byte each (``tvm_ext.transform.int8.lowering.widen_gate_weights``); else where it asks
+(``LoweringContext.whole_gate_rows``) in TFLite's rows, filters padded to whole tiles by zero rows
+(``tvm_ext.kernels.extern_mac.rows_padded``: one helper call too; its MAC count likewise). Its
 PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state among its operands: the plan makes that
 operand the bundle's static state, ``S0`` its reset value, and the kernel's output a view of it, written in
 place) and opaque, so that fusion never turns the state into a kernel-local buffer.
@@ -27,7 +29,7 @@ import numpy as np
 from tvm import relax
 
 from ...frontend.tflite_ops.svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
-from ...kernels.extern_mac import LANE_GROUP, interleave_weights, lane_order, padded_to_tiles
+from ...kernels.extern_mac import LANE_GROUP, interleave_weights, lane_order, padded_to_tiles, rows_padded
 from ...kernels.fixed_point import largest_centered, shifts_right_only
 from ...kernels.svdf import (svdf_feature_multiplier, svdf_feature_offsets, svdf_output, svdf_output_rows,
                              svdf_state_update, svdf_time_multiplier, svdf_time_offsets, svdf_unit_rows)
@@ -95,17 +97,21 @@ def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[Fix
     offsets = svdf_feature_offsets(feature, data.zero_point)
     func_attrs = {STATE_OPERAND_ATTR: 1, "op_pattern": OPAQUE_PATTERN}
     weights = feature
-    if ctx.interleaved_gate_weights:  # every filter's product in one call of the interleaved dual MAC
+    rows = ctx.whole_gate_rows and not ctx.interleaved_gate_weights
+    if ctx.interleaved_gate_weights or rows:  # every filter's product in one helper call
         # the layer's MACs, not the zero weights' of the padding (tvm_ext.plan.macs.with_mac_count keeps this)
         func_attrs[MACS_ATTR] = int(initial.shape[0]) * feature.size
-        weights, = widen_gate_weights(ctx, step, interleave_weights(feature))
         offsets = np.pad(offsets, (0, padded_to_tiles(offsets.size) - offsets.size))
+    if ctx.interleaved_gate_weights:  # ... of the interleaved dual MAC
+        weights, = widen_gate_weights(ctx, step, interleave_weights(feature))
+    elif rows:  # ... of the rows MAC
+        weights = rows_padded(feature)
     return FixedCall(KernelCall(
         "SVDF", step, svdf_state_update,
         (operands.activation, relax.const(initial), relax.const(weights), relax.const(offsets)),
         {"memory": int(initial.shape[1]) // int(feature.shape[0]), "state_zero_point": state.zero_point,
          "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding,
-         **({"interleaved": True} if ctx.interleaved_gate_weights else {})},
+         **({"interleaved": True} if ctx.interleaved_gate_weights else {"rows": True} if rows else {})},
         func_attrs,
     ))
 

@@ -457,7 +457,8 @@ def _scalar(value, dtype: str) -> relax.Constant:
 def test_qgemm_matches_as_qlinear_matmul_with_one_float32_multiplier_per_column():
     """QGemm as the frontend writes it (the QLinearMatMul marker with its bias): the kernel reads
     (a_scale * b_scale) / y_scale as one constant, computed in float32 step by step as onnxruntime does,
-    per column when b is quantized per column; the zero points stay tensor operands."""
+    per column when b is quantized per column; a's and y's constant zero points are the kernel's immediates (their
+    values), b's stays a tensor operand."""
     b_scales = np.array([0.02, 0.031, 0.017], np.float32)
     weight, bias = _scalar(np.arange(-6, 6).reshape(4, 3), "int8"), _scalar([5, -7, 11], "int32")
     a_zero, b_zero, y_zero = _scalar(3, "int8"), _scalar(0, "int8"), _scalar(-4, "int8")
@@ -465,8 +466,9 @@ def test_qgemm_matches_as_qlinear_matmul_with_one_float32_multiplier_per_column(
                                                          _scalar(b_scales, "float32"), b_zero,
                                                          _scalar(0.08, "float32"), y_zero, bias])
     assert (call.kind, call.kernel, call.args[1]) == ("QLinearMatMul", qlinear_matmul, weight)
-    assert set(call.kwargs) == {"a_zero_point", "b_zero_point", "y_zero_point", "bias", "multiplier"}
-    assert (call.kwargs["a_zero_point"], call.kwargs["bias"]) == (a_zero, bias)
+    assert set(call.kwargs) == {"a_zero_point", "b_zero_point", "y_zero_point", "bias", "multiplier", "dtype"}
+    assert (call.kwargs["a_zero_point"], call.kwargs["y_zero_point"], call.kwargs["dtype"]) == (3, -4, "int8")
+    assert (call.kwargs["b_zero_point"], call.kwargs["bias"]) == (b_zero, bias)
     expected = (np.float32(0.05) * b_scales) / np.float32(0.08)
     np.testing.assert_array_equal(call.kwargs["multiplier"].value.numpy(), expected)
 

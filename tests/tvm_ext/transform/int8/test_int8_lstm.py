@@ -176,3 +176,18 @@ def test_bundle_on_cortex_m4f_uses_the_dual_mac_and_counts_its_macs(spec: LstmSp
     runs = run_with_reset_last_on_qemu(out, MODEL, inputs + inputs[:1])
     for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
         np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")
+
+
+@pytest.mark.slow
+def test_bundle_on_cortex_m55_calls_the_rows_mac_on_units_padded_to_whole_tiles(tmp_path: Path) -> None:
+    """Built for a Helium core (6 units padded to two tiles by zero rows, 9 inputs as they are): its self-test under
+    QEMU (TFLM's first invocation, every step's states carried) is bit-identical; each gate's products call the rows
+    MAC, no inlined dual MAC left, and the report counts the layer's MACs, not the padding's."""
+    spec = QEMU_SPECS[2]
+    out = tmp_path / "cortex-m55"
+    bundle = tvm_ext.compile(_model(spec, tmp_path), target="cortex-m55", out=out)
+    assert bundle.selftest.passed and bundle.selftest.where == "mps3-an547", bundle.selftest.output
+    kernels = (out / f"{MODEL}_kernels.c").read_text()
+    assert kernels.count(f"{MODEL}_dual_mac_rows_s8(") == 8 and f"{MODEL}_dual_mac_s8x4(" not in kernels, kernels
+    calls = json.loads((out / "manifest.json").read_text())["layer_report"]["calls"]
+    assert [call["macs"] for call in calls] == [spec.batch * spec.time * 4 * spec.units * (spec.inputs + spec.units)]

@@ -1,0 +1,62 @@
+/* Unit test of the bundle's rounding of small floats (packager/templates/round_half_even_small.h.in, with the prefix
+ * lp) against C99's nearbyintf (ties to even in the default rounding mode): every multiple of 1/4 in -70000..70000
+ * (every tie there, and the values a quarter either side), each tie's float neighbours, the edges near 2^23, and
+ * values drawn over the whole contract (|value| < 2^23) and at every exponent. Built by
+ * tests/packager/test_round_half_even_small_in_c.py on the host (strict warnings, sanitizers). Prints "ok <count>"
+ * and exits 0, or names the first failures and exits 1. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "round_half_even_small.h"
+
+static uint32_t state = 2026u;
+
+static uint32_t draw_bits(void)
+{
+    state = state * 1664525u + 1013904223u;
+    return state;
+}
+
+static int32_t checks = 0, failures = 0;
+
+static void check(float value)
+{
+    const int32_t ours = lp_round_half_even_small(value);
+    const int32_t want = (int32_t)nearbyintf(value);
+    checks += 1;
+    if (ours != want && failures++ < 10) {
+        printf("lp_round_half_even_small(%a) = %ld, expected %ld\n", (double)value, (long)ours, (long)want);
+    }
+}
+
+int main(void)
+{
+    for (int32_t quarter = -280000; quarter <= 280000; ++quarter) {
+        const float value = (float)quarter * 0.25f;
+        check(value);
+        check(nextafterf(value, 1e9f));
+        check(nextafterf(value, -1e9f));
+    }
+    static const float edges[] = {8388607.5f, 8388607.0f, 8388606.5f, 4194303.5f, 4194304.5f, 0.49999997f,
+                                  0.50000006f, 1.4999999f, 2.5000002f, 1e-45f, 0.0f, -0.0f};
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; ++e) {
+        check(edges[e]);
+        check(-edges[e]);
+    }
+    for (int32_t k = 0; k < 200000; ++k) {
+        /* any float of magnitude 2^-30..2^23 (exclusive), either sign */
+        const int32_t exponent = (int32_t)(draw_bits() % 53u) - 30;
+        const float value = ldexpf(1.0f + (float)(draw_bits() & 0x7fffffu) / 8388608.0f, exponent - 1);
+        if (fabsf(value) < 8388608.0f) {
+            check(value);
+            check(-value);
+        }
+    }
+    if (failures != 0) {
+        printf("FAIL %ld of %ld\n", (long)failures, (long)checks);
+        return 1;
+    }
+    printf("ok %ld\n", (long)checks);
+    return 0;
+}
