@@ -78,6 +78,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "indexing": ("test_gather_", "test_gathernd_", "test_scatter_", "test_scatternd", "test_onehot_"),
     "abs": ("test_abs",),
     "cast": ("test_cast_", "test_castlike_"),
+    "recurrent": ("test_gru_", "test_lstm_", "test_simple_rnn_", "test_rnn_seq_length"),
 }
 # Tests a prefix catches that are not small-CNN inference: training-mode BatchNorm (extra outputs of running
 # statistics), sequence/optional/string types, and number formats no microcontroller bundle has.

@@ -21,6 +21,9 @@ COMPILE_TIME_OPERANDS: dict[str, dict[int, str]] = {
     "Resize": {1: "roi", 2: "scales", 3: "sizes"},
     "Pad": {1: "pads", 2: "constant_value", 3: "axes"},
     "ReduceMean": {1: "axes"},
+    "GRU": {4: "sequence_lens"},  # our converters (onnx_ops.recurrent) unroll the full sequence
+    "LSTM": {4: "sequence_lens"},
+    "RNN": {4: "sequence_lens"},
 }
 # Operators whose outputs depend only on their input's (static) shape, never on its values.
 _SHAPE_ONLY = frozenset({"Shape", "Size"})

@@ -237,8 +237,8 @@ ONNX_DOMAINS: frozenset[str] = frozenset({"", "ai.onnx", "com.microsoft"})
 # which keys the frontend's table of their converters (tvm_ext.frontend.onnx_ops.integer_ops.CONVERTERS, through
 # tvm_ext.frontend.converter_table). Named here: the checks come before the frontend and import nothing of it.
 ONNX_OWN_CONVERTERS: frozenset[str] = frozenset({
-    "ConvInteger", "QGemm", "QLinearAdd", "QLinearAveragePool", "QLinearConcat", "QLinearConv",
-    "QLinearGlobalAveragePool", "QLinearMatMul", "QLinearMul", "QLinearSoftmax",
+    "ConvInteger", "GRU", "LSTM", "QGemm", "QLinearAdd", "QLinearAveragePool", "QLinearConcat", "QLinearConv",
+    "QLinearGlobalAveragePool", "QLinearMatMul", "QLinearMul", "QLinearSoftmax", "RNN",
 })
 
 # TFLite custom operator codes the compiler knows, by the operator name it gives them: TVM's frontend's converter

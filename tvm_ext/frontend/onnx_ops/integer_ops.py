@@ -16,6 +16,7 @@ from tvm import relax
 from tvm_ext.frontend.converter_table import keyed_by
 from tvm_ext.frontend.onnx_ops.qlinear_ops import CONVERTERS as QLINEAR_CONVERTERS
 from tvm_ext.frontend.onnx_ops.qlinear_ops import as_1d, as_2d, conv_geometry, static_shape
+from tvm_ext.frontend.onnx_ops.recurrent import CONVERTERS as RECURRENT_CONVERTERS
 from tvm_ext.model_check.operator_support import ONNX_OWN_CONVERTERS
 
 
@@ -48,5 +49,6 @@ def _minus_zero_point(bb: relax.BlockBuilder, value: relax.Expr, zero_point: rel
 # ONNX op_type -> converter(bb, inputs, attrs), for operators TVM 0.27 does not convert (or wrongly): keyed by the
 # model check's list of them, the one place they are named.
 Converter = Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]
-CONVERTERS: dict[str, Converter] = keyed_by(ONNX_OWN_CONVERTERS, {"ConvInteger": conv_integer, **QLINEAR_CONVERTERS},
+CONVERTERS: dict[str, Converter] = keyed_by(ONNX_OWN_CONVERTERS, {"ConvInteger": conv_integer, **QLINEAR_CONVERTERS,
+                                                                     **RECURRENT_CONVERTERS},
                                             "the ONNX converters")
