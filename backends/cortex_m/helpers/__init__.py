@@ -115,7 +115,8 @@ HELIUM_HELPERS, whose lanes it uses)."""
 HELIUM_MAC_ROWS_HELPERS = HelperLibrary("cortex_m_helium_mac_rows", helium_mac_rows_c, (CORTEX_M_HELPERS,))
 """The rows MAC of Helium cores (`helium_c.HELIUM_MAC_ROWS_TEMPLATE`: a recurrent cell's product, every tile of
 four rows in one call): a library of its own, which only the bundles whose kernels call it define, after
-CORTEX_M_HELPERS (in a Helium bundle HELIUM_HELPERS, whose one-pixel dual MAC it runs on each tile)."""
+CORTEX_M_HELPERS (in a Helium bundle HELIUM_HELPERS: its pointer-keeping macro, and the one-pixel dual MAC that its
+portable C runs on each tile)."""
 HELIUM_BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_helium_batch_matmul", helium_batch_matmul_helper_c,
                                             (CORTEX_M_HELPERS,))
 """Its Helium twin (`batch_matmul_c.HELIUM_BATCH_MATMUL_TEMPLATE`): a library of its own likewise, after

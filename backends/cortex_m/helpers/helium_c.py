@@ -60,11 +60,11 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   no DSP twin, its portable C the contract's loops. Its own library (`HELIUM_QLINEAR_HELPERS`): only bundles whose
   kernels call it define it.
 - `helium_mac_rows.h.in`: `<prefix>_dual_mac_rows_s8`, every tile of four rows of a recurrent cell's product (an
-  LSTM gate's units, an SVDF's filters) over TFLite's [row, input] weights in one out-of-line call, each tile the
-  one-pixel dual MAC from its start values (`backends.cortex_m.schedules.extern_helpers`, the rows'
-  block of `tvm_ext.kernels.extern_mac.accumulate_rows`); its DSP cores' counterpart over interleaved weights is
-  `dual_mac_interleaved.h.in`. Its own library (`HELIUM_MAC_ROWS_HELPERS`): only bundles whose kernels call it
-  define it.
+  LSTM gate's units, an SVDF's filters) over TFLite's [row, input] weights in one out-of-line call, its own loop over
+  the tiles from their start values (the one-pixel dual MAC per tile only in its portable C)
+  (`backends.cortex_m.schedules.extern_helpers`, the rows' block of `tvm_ext.kernels.extern_mac.accumulate_rows`);
+  its DSP cores' counterpart over interleaved weights is `dual_mac_interleaved.h.in`. Its own library
+  (`HELIUM_MAC_ROWS_HELPERS`): only bundles whose kernels call it define it.
 
 The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not
 call it. Each Helium body passes its DSP twin's C unit test, built for cortex-m55 and run under QEMU
@@ -205,8 +205,8 @@ def left_shifts_helper_name(prefix: str) -> str:
 
 
 def helium_mac_rows_c(prefix: str) -> str:
-    """The C definition of the rows MAC in a Helium bundle of prefix `prefix` (after the MAC helpers, whose one-pixel
-    dual MAC it calls: `helium_mac_helpers_c`)."""
+    """The C definition of the rows MAC in a Helium bundle of prefix `prefix` (after the MAC helpers,
+    `helium_mac_helpers_c`: it uses their pointer-keeping macro, and its portable C their one-pixel dual MAC)."""
     return helper_template_c(__package__, HELIUM_MAC_ROWS_TEMPLATE, prefix)
 
 

@@ -16,7 +16,7 @@ computes exactly what it does:
 - a MAC reduction block under a loop of rows (whole tiles of DUAL_MAC_CHANNELS) around a loop of inputs, the
   weights in rows (input k of row r at r * K + k from the first: ``tvm_ext.kernels.extern_mac.accumulate_rows``), the
   sums starting at the block's init: ``<prefix>_dual_mac_rows_s8`` (``backends.cortex_m.helpers.helium_c``, Helium
-  cores' recurrent cells), every tile in one out-of-line call of the one-pixel dual MAC per tile;
+  cores' recurrent cells), every tile in one out-of-line call (its own loop over the tiles, the sums in registers);
 - a loop over k around a MAC block ``acc[a] += x[x0 + k] * w[w0 + k]`` (one accumulator, int8 or int16 rows: an SVDF
   unit's time product): ``<prefix>_row_dot_s8`` or ``_s16`` (``backends.cortex_m.schedules.row_dot.row_dot1_call``);
   over int8 x and int16 w in SXTB16's lane order (three loops: groups, pairs, lanes) ``<prefix>_row_dot_s8_pairs``;
