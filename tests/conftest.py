@@ -53,8 +53,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     """`python -m tvm_ext.compile ARGS` from the repository, with its exit code, stdout and stderr.
 
     A new process imports TVM again when the command compiles (about 1.3 CPU-seconds more than `cli_in_process`
-    per such test, measured on the loaded 2-core machine): use it where the process is what the test checks (the `python -m` entry point, a real process's exit code, signals, the environment
-    it inherits, a crash), and `cli_in_process` elsewhere."""
+    per such test, measured on the loaded 2-core machine): use it where the process is what the test checks
+    (the `python -m` entry point, a real process's exit code, signals, the environment it inherits, a crash),
+    and `cli_in_process` elsewhere."""
     return subprocess.run([sys.executable, "-m", "tvm_ext.compile", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=900)
 
