@@ -50,9 +50,67 @@ def profile_target(profile_name: str):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """`python -m tvm_ext.compile ARGS` from the repository, with its exit code, stdout and stderr."""
+    """`python -m tvm_ext.compile ARGS` from the repository, with its exit code, stdout and stderr.
+
+    A new process imports TVM again when the command compiles (about 1.3 CPU-seconds more than `cli_in_process`
+    per such test, measured on the loaded 2-core machine): use it where the process is what the test checks
+    (the `python -m` entry point, a real process's exit code, signals, the environment it inherits, a crash),
+    and `cli_in_process` elsewhere."""
     return subprocess.run([sys.executable, "-m", "tvm_ext.compile", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=900)
+
+
+CliRun = Callable[..., subprocess.CompletedProcess]
+"""`run_cli`'s signature: the command's arguments (str each) -> its exit code, stdout and stderr."""
+
+
+@pytest.fixture
+def cli_in_process(capfd: pytest.CaptureFixture[str]) -> CliRun:
+    """`run_cli`'s twin: the command's `main(ARGS)` run in this process, with the same result (a
+    CompletedProcess: exit code, stdout, stderr), so that a test's assertions read the same. TVM is imported
+    once per pytest process instead of once per command.
+
+    Like `run_cli` it runs from the repository (relative paths resolve there) with the program name of
+    `python -m tvm_ext.compile`; what the command writes to file descriptors 1 and 2 (TVM's C++ log included)
+    is captured by `capfd`. Global state the command may change is put back afterwards: the working directory,
+    sys.argv, the environment, the root logger's handlers and level, the signal bookkeeping of
+    tvm_ext.processes.command_process and target.tvm_import_hook's leave-torch-out flag (main sets it for the
+    process's first `import tvm`). An argparse exit (SystemExit) is its exit code, as in a process."""
+    import logging
+
+    from target import tvm_import_hook
+    from tvm_ext.compile.__main__ import __file__ as main_file, main
+    from tvm_ext.processes import command_process
+
+    module_state = [(command_process, name) for name in ("_working", "_received", "_raised", "_held_back")]
+    module_state.append((tvm_import_hook, "_leave_torch_out"))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        cwd, argv, environ = os.getcwd(), sys.argv, dict(os.environ)
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        saved = [(module, name, getattr(module, name)) for module, name in module_state]
+        capfd.readouterr()  # what the test wrote before
+        os.chdir(REPO)
+        sys.argv = [main_file, *args]
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
+        finally:
+            os.chdir(cwd)
+            sys.argv = argv
+            if dict(os.environ) != environ:
+                os.environ.clear()
+                os.environ.update(environ)
+            root.handlers[:] = handlers
+            root.setLevel(level)
+            for module, name, value in saved:
+                setattr(module, name, value)
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess([sys.executable, "-m", "tvm_ext.compile", *args], code, out, err)
+
+    return run
 
 
 def two_region_profile(extends: str, name: str, fast: tuple[str, int], slow: tuple[str, int]) -> str:

@@ -115,8 +115,9 @@ def test_the_command_line_builds_with_every_change_of_the_board_file(cli_bundle:
 
 @pytest.mark.parametrize("field_name", TOO_SMALL)
 def test_the_command_line_refuses_a_model_the_smaller_board_cannot_hold(boards: Path, tmp_path: Path,
-                                                                        field_name: str) -> None:
-    proc = run_cli(str(model_path()), "--target", str(boards / f"small_{field_name}.toml"), "-o", str(tmp_path / "o"))
+                                                                        field_name: str, cli_in_process) -> None:
+    proc = cli_in_process(str(model_path()), "--target", str(boards / f"small_{field_name}.toml"), "-o",
+                          str(tmp_path / "o"))
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.splitlines()
     assert re.fullmatch(rf"tvm_ext\.compile: error: {MODEL}: {TOO_SMALL[field_name][1]}", line), line

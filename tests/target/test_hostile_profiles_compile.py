@@ -197,12 +197,12 @@ def test_a_bundle_of_injected_flags_runs_nothing_when_compiled_or_built_again_fo
     assert not marker.exists()
 
 
-def test_a_valid_custom_profile_with_ordinary_flags_compiles_and_its_bundle_builds(tmp_path):
+def test_a_valid_custom_profile_with_ordinary_flags_compiles_and_its_bundle_builds(tmp_path, cli_in_process):
     profile = write_profile(tmp_path / "my-host.json", {
         "extends": "lowpower", "name": "my-host", "cflags": ["-O1", "-DMY_BOARD_REV=2", "-fno-common"],
         "ldflags": ["-Wl,--as-needed"], "alignment_bytes": 32, "description": "my host (rev. 2)"})
     out = tmp_path / "out"
-    proc = run_cli(str(model_path()), "--target", str(profile), "-o", str(out))
+    proc = cli_in_process(str(model_path()), "--target", str(profile), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "CFLAGS = -std=c99 -O1 -DMY_BOARD_REV=2 -fno-common\n" in (out / "Makefile").read_text()
     rebuild(out, [["make", "-s", "clean"], ["make", "-s", "check"], ["cmake", "-S", ".", "-B", "build-cmake"],

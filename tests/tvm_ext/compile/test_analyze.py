@@ -4,9 +4,7 @@ exit 2, not a crash."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import onnx
@@ -86,8 +84,8 @@ def test_unsupported_operators_are_listed_with_exit_2_before_any_import(tmp_path
     assert sorted(tmp_path.iterdir()) == [model]  # nothing written
 
 
-def test_analyze_one_profile_gives_every_call_and_the_totals(tmp_path: Path) -> None:
-    proc = run_cli("--example", "--analyze", "--target", "cortex-m4f", "-o", str(tmp_path / "out"))
+def test_analyze_one_profile_gives_every_call_and_the_totals(tmp_path: Path, cli_in_process) -> None:
+    proc = cli_in_process("--example", "--analyze", "--target", "cortex-m4f", "-o", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for op in ("Conv", "Relu", "MaxPool", "GlobalAveragePool", "Flatten", "Gemm", "Softmax"):
@@ -101,13 +99,13 @@ def test_analyze_one_profile_gives_every_call_and_the_totals(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_analyze_all_profiles_in_one_table(tmp_path: Path) -> None:
+def test_analyze_all_profiles_in_one_table(tmp_path: Path, cli_in_process) -> None:
     """400,000 weight bytes: over cortex-m0plus's 262,144 B of flash, known from the check alone (no passes for
     it), under every other built-in profile's."""
     import target
 
     model = _gemm_onnx(tmp_path / "wide.onnx", 1_562)
-    proc = run_cli(str(model), "--analyze", "--target", "all", "--jobs", "1")
+    proc = cli_in_process(str(model), "--analyze", "--target", "all", "--jobs", "1")
     assert proc.returncode == 0, proc.stderr
     rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()
             if line.split() and line.split()[0] in target.profile_names()}
@@ -121,20 +119,8 @@ def test_analyze_all_profiles_in_one_table(tmp_path: Path) -> None:
     assert rows["lowpower"][-1] == "-" and float(rows["cortex-m7"][-1]) > 0  # a time only with a cycle table
 
 
-def _in_process(capfd, *args: str) -> SimpleNamespace:
-    """The command's `main(args)` run in this process, as `run_cli` runs it in a new one (the tests above check
-    that entry): its exit code and what it wrote to stdout and stderr (`returncode`, `stdout`, `stderr`). TVM is
-    imported once for the session instead of once per command: some 3 CPU-seconds each."""
-    from tvm_ext.compile.__main__ import main
-
-    capfd.readouterr()  # what the test wrote before
-    code = main(list(args))
-    out, err = capfd.readouterr()
-    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
-
-
 @pytest.mark.slow
-def test_analyze_takes_the_patches_a_compile_would(shared_models: Path, capfd) -> None:
+def test_analyze_takes_the_patches_a_compile_would(shared_models: Path, cli_in_process) -> None:
     """person_detect: `--patches auto` on cortex-m0plus (32 KB of SRAM, 37,632 B of arena layer by layer) analyses
     the first plan whose RAM fits, and says which; a grid on cortex-m4f is analysed as asked; a grid the model has
     no chain for is the command's one-line error, as for a compile."""
@@ -145,7 +131,7 @@ def test_analyze_takes_the_patches_a_compile_would(shared_models: Path, capfd) -
         return (next(line.split() for line in lines if line.startswith(f"{profile} ")),
                 [line for line in lines if line.startswith(f"{profile}: ")])
 
-    analyze = functools.partial(_in_process, capfd)
+    analyze = cli_in_process
     auto = analyze(model, "--analyze", "--target", "cortex-m0plus", "--patches", "auto", "--jobs", "1")
     assert auto.returncode == 0, auto.stderr
     row, notes = rows(auto, "cortex-m0plus")

@@ -37,9 +37,9 @@ def test_version_and_list_targets():
         assert line.split()[0] == name and line.endswith(target.load_profile(name).description)
 
 
-def test_name_sets_the_bundles_c_prefix(tmp_path):
+def test_name_sets_the_bundles_c_prefix(tmp_path, cli_in_process):
     out = tmp_path / "out"
-    proc = run_cli("--example", "--name", "keywords", "-o", str(out))
+    proc = cli_in_process("--example", "--name", "keywords", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert {"keywords.h", "libkeywords.a", "keywords_model.c"} <= {path.name for path in out.iterdir()}
     assert "keywords_run(" in (out / "keywords.h").read_text()
@@ -54,12 +54,12 @@ def test_a_name_that_is_no_usable_c_prefix_is_refused_in_one_line(tmp_path, name
 
 
 @pytest.mark.skipif(shutil.which("xt-clang") is not None, reason="needs a machine without xt-clang")
-def test_no_build_gives_an_untested_bundle_for_a_toolchain_not_installed_here(tmp_path):
+def test_no_build_gives_an_untested_bundle_for_a_toolchain_not_installed_here(tmp_path, cli_in_process):
     out = tmp_path / "hifi4"
-    refused = run_cli("--example", "--target", "hifi4", "-o", str(out))
+    refused = cli_in_process("--example", "--target", "hifi4", "-o", str(out))
     assert refused.returncode == 2 and "xt-clang is not installed here" in refused.stderr  # before any stage
     assert "[tvm_ext] check" not in refused.stdout
-    proc = run_cli("--example", "--target", "hifi4", "--no-build", "-o", str(out))
+    proc = cli_in_process("--example", "--target", "hifi4", "--no-build", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "untested (--no-build)" in proc.stdout.splitlines()[-1]
     names = {path.name for path in out.iterdir()}
@@ -72,10 +72,11 @@ def test_no_build_gives_an_untested_bundle_for_a_toolchain_not_installed_here(tm
     assert "**Untested**" in (out / "README.md").read_text()
 
 
-def test_a_no_build_bundle_is_the_built_ones_sources_and_passes_its_self_test_when_built(compiled, tmp_path):
+def test_a_no_build_bundle_is_the_built_ones_sources_and_passes_its_self_test_when_built(compiled, tmp_path,
+                                                                                         cli_in_process):
     built = compiled(example_model)
     out = tmp_path / "untested"
-    proc = run_cli("--example", "--no-build", "-o", str(out))
+    proc = cli_in_process("--example", "--no-build", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     sources = [path.name for path in built.out_dir.iterdir()
                if path.suffix in (".c", ".h") or path.name in ("Makefile", "CMakeLists.txt", "memory_plan.svg")]

@@ -17,7 +17,7 @@ import pytest
 
 import target
 import tvm_ext
-from conftest import models_dir, run_cli
+from conftest import models_dir
 from emulator.tools import missing_tools
 
 MODEL = "hello_world_int8"
@@ -53,12 +53,13 @@ def test_the_emulated_bundle_counts_its_measured_code_and_weights(compiled):
 
 
 @needs_qemu
-def test_a_board_whose_flash_holds_the_weights_but_not_the_code_is_refused_after_the_build(compiled, tmp_path):
+def test_a_board_whose_flash_holds_the_weights_but_not_the_code_is_refused_after_the_build(compiled, tmp_path,
+                                                                                           cli_in_process):
     flash = compiled(f"tflm/{MODEL}.tflite", "cortex-m0plus").flash
     short = flash.total_bytes - 1
     assert short >= flash.weights_bytes  # the weights alone fit: only the code counted refuses it
     out = tmp_path / "out"
-    proc = run_cli(str(model_path()), "--target", str(board(tmp_path, short)), "-o", str(out), "--jobs", "1")
+    proc = cli_in_process(str(model_path()), "--target", str(board(tmp_path, short)), "-o", str(out), "--jobs", "1")
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"tvm_ext.compile: error: {MODEL}: weights + code need {flash.total_bytes:,} B of flash (weights "

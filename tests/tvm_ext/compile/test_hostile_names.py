@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 from c_checks import strict_sanitized_selftest
-from conftest import REPO, run_cli
+from conftest import REPO
 from fuzz_corpus import build_tflite
 from html_tree import external_references, parse_html
 from hostile_names import (FORGED_LINE, HOSTILE_NAMES, MARKUP_NAMES, TERMINAL_ESCAPES, colliding_onnx,
@@ -137,23 +137,23 @@ def assert_one_printable_error_line(stderr: str, model_name: str) -> str:
     return lines[0]
 
 
-def test_a_runtime_error_quoting_a_node_name_reaches_stderr_escaped(tmp_path: Path) -> None:
+def test_a_runtime_error_quoting_a_node_name_reaches_stderr_escaped(tmp_path: Path, cli_in_process) -> None:
     """onnxruntime refuses the int16 Relu quoting the node's name; the old line carried its ESC, OSC, BEL and
     right-to-left override to the terminal as they were."""
     model = tmp_path / "relu16.onnx"
     model.write_bytes(runtime_refused_onnx(f"n{TERMINAL_ESCAPES}"))
-    done = run_cli(str(model), "-o", str(tmp_path / "out"))
+    done = cli_in_process(str(model), "-o", str(tmp_path / "out"))
     assert done.returncode == 2, done.stderr
     line = assert_one_printable_error_line(done.stderr, model.name)
     assert "onnxruntime" in line and printable(f"n{TERMINAL_ESCAPES}"[:20]) in line, line
 
 
-def test_a_layer_name_with_a_line_break_cannot_forge_the_error_line(tmp_path: Path) -> None:
+def test_a_layer_name_with_a_line_break_cannot_forge_the_error_line(tmp_path: Path, cli_in_process) -> None:
     """The int16 lowering refuses the layer, naming it; the old line kept only the text after the name's line
     break: `error: model.tflite: compiled, nothing wrong here ...`, about another file."""
     model = tmp_path / "softmax16.tflite"
     model.write_bytes(build(unlowerable_softmax_tflite(f"out{FORGED_LINE}")))
-    done = run_cli(str(model), "-o", str(tmp_path / "out"))
+    done = cli_in_process(str(model), "-o", str(tmp_path / "out"))
     assert done.returncode == 2, done.stderr
     line = assert_one_printable_error_line(done.stderr, model.name)
     assert printable(f"out{FORGED_LINE}") in line and "SOFTMAX" in line, line

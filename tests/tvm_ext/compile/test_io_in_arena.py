@@ -62,10 +62,10 @@ def test_io_in_arena_self_test_passes_on_cortex_m4f_under_qemu(model, shared_mod
     assert bundle.selftest.where != "host" and bundle.selftest.instructions > 0  # QEMU's board ran it
 
 
-def test_the_cli_flag_reports_total_ram_and_the_default_keeps_its_api(compiled, tmp_path):
+def test_the_cli_flag_reports_total_ram_and_the_default_keeps_its_api(compiled, tmp_path, cli_in_process):
     """The summary line gives the total RAM and its parts (no I/O outside the arena with --io-in-arena), and
     the default bundle keeps the caller's I/O buffers: its run functions take them, no offsets, no manifest key."""
-    proc = run_cli("--example", "--io-in-arena", "--jobs", "1", "-o", str(tmp_path / "cli"))
+    proc = cli_in_process("--example", "--io-in-arena", "--jobs", "1", "-o", str(tmp_path / "cli"))
     assert proc.returncode == 0, proc.stderr
     summary = proc.stdout.strip().splitlines()[-1]
     arena = json.loads((tmp_path / "cli" / "manifest.json").read_text())["arena"]["bytes"]

@@ -124,12 +124,12 @@ def test_each_model_of_the_self_test_is_judged_on_its_own_lines(tmp_path: Path) 
     assert "models_arena" not in symbols and " hello_world_int8_run\n" not in symbols
 
 
-def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path) -> None:
+def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path, cli_in_process) -> None:
     """`tvm-ext-compile a b --target lowpower -o OUT`: one bundle, its library and self-test built by its
     Makefile, each model's report, one summary line naming both arenas and the shared one."""
     tflm = models_dir() / "tflm"
-    done = run_cli(str(tflm / "hello_world_int8.tflite"), str(tflm / "micro_speech_quantized.tflite"),
-                   "--target", "lowpower", "-o", str(tmp_path / "out"), "--jobs", "1")
+    done = cli_in_process(str(tflm / "hello_world_int8.tflite"), str(tflm / "micro_speech_quantized.tflite"),
+                          "--target", "lowpower", "-o", str(tmp_path / "out"), "--jobs", "1")
     assert done.returncode == 0, done.stderr
     summary = done.stdout.strip().splitlines()[-1]
     assert summary.startswith("[tvm_ext] models: 2 models, shared arena 4,004 B") and "self-test PASS" in summary

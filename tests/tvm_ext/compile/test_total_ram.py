@@ -15,7 +15,7 @@ import pytest
 
 import target
 import tvm_ext
-from conftest import models_dir, run_cli
+from conftest import models_dir
 from emulator.tools import missing_tools
 from tvm_ext.compile import DoesNotFitError
 
@@ -51,12 +51,13 @@ def test_the_emulated_bundle_counts_every_part_and_its_measured_stack(compiled):
 
 
 @needs_qemu
-def test_a_board_one_byte_short_of_the_whole_ram_is_refused_after_its_stack_is_measured(compiled, tmp_path):
+def test_a_board_one_byte_short_of_the_whole_ram_is_refused_after_its_stack_is_measured(compiled, tmp_path,
+                                                                                        cli_in_process):
     ram = compiled(f"tflm/{MODEL}.tflite", "cortex-m0plus").ram
     short = ram.total_bytes - 1
     out = tmp_path / "out"
-    proc = run_cli(str(model_path()), "--target", board(tmp_path, "cortex-m0plus", short), "-o", str(out), "--jobs",
-                   "1")
+    proc = cli_in_process(str(model_path()), "--target", board(tmp_path, "cortex-m0plus", short), "-o", str(out),
+                          "--jobs", "1")
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"tvm_ext.compile: error: {MODEL}: RAM needs {ram.total_bytes:,} B of SRAM (arena {ram.arena_bytes:,} B + "

@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from test_cli_errors import assert_refused_in_one_line
 
-from conftest import run_cli
+from conftest import CliRun, run_cli
 from tvm_ext.model_check import ErrorKind, ModelError, check_model
 
 INTEGER_TYPES = ["int8", "uint8", "int16", "uint16", "int64", "uint32", "uint64"]
@@ -52,9 +52,10 @@ def write(tmp_path: Path, name: str, model) -> Path:
     return path
 
 
-def assert_compiles_and_passes(model: Path) -> None:
+def assert_compiles_and_passes(cli: CliRun, model: Path) -> None:
+    """`cli` (conftest's `cli_in_process`) compiles `model`, and its self-test passes."""
     out = model.parent / "out"
-    proc = run_cli(str(model), "-o", str(out))
+    proc = cli(str(model), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "self-test PASS" in proc.stdout.splitlines()[-1], proc.stdout
 
@@ -68,11 +69,11 @@ def assert_refused_naming(model: Path, *words: str) -> str:
 
 
 @pytest.mark.parametrize("dtype", [*INTEGER_TYPES, "float64"])
-def test_onnx_add_of_each_type_compiles_and_matches_onnxruntime(dtype: str, tmp_path: Path) -> None:
-    assert_compiles_and_passes(write(tmp_path, f"add_{dtype}.onnx", add_constant_model(dtype)))
+def test_onnx_add_of_each_type_compiles_and_matches_onnxruntime(dtype: str, tmp_path: Path, cli_in_process) -> None:
+    assert_compiles_and_passes(cli_in_process, write(tmp_path, f"add_{dtype}.onnx", add_constant_model(dtype)))
 
 
-def test_bool_input_and_output_compile_and_match_onnxruntime(tmp_path: Path) -> None:
+def test_bool_input_and_output_compile_and_match_onnxruntime(tmp_path: Path, cli_in_process) -> None:
     """x > 0 -> bool output; and a bool input through Not: TVM's kernels take `bool *`, and so does the API."""
     zero = numpy_helper.from_array(np.zeros(1, np.float32), "zero")
     nodes = [
@@ -81,17 +82,17 @@ def test_bool_input_and_output_compile_and_match_onnxruntime(tmp_path: Path) -> 
     ]
     model = onnx_model(nodes, [tensor("x", "float32"), tensor("flags", "bool")],
                        [tensor("positive", "bool"), tensor("flipped", "bool")], [zero])
-    assert_compiles_and_passes(write(tmp_path, "bool_io.onnx", model))
+    assert_compiles_and_passes(cli_in_process, write(tmp_path, "bool_io.onnx", model))
 
 
-def test_concat_with_an_empty_constant_piece_compiles(tmp_path: Path) -> None:
+def test_concat_with_an_empty_constant_piece_compiles(tmp_path: Path, cli_in_process) -> None:
     empty = helper.make_tensor("empty", TensorProto.FLOAT, (1, 0), [])
     node = helper.make_node("Concat", ["x", "empty", "x"], ["y"], name="concat", axis=1)
     model = onnx_model([node], [tensor("x", "float32")], [tensor("y", "float32", (1, 8))], [empty])
-    assert_compiles_and_passes(write(tmp_path, "empty_piece.onnx", model))
+    assert_compiles_and_passes(cli_in_process, write(tmp_path, "empty_piece.onnx", model))
 
 
-def test_float16_weights_read_by_dequantize_compile_as_float32(tmp_path: Path) -> None:
+def test_float16_weights_read_by_dequantize_compile_as_float32(tmp_path: Path, cli_in_process) -> None:
     """TFLite's float16-quantized format: float16 weights -> DEQUANTIZE -> FULLY_CONNECTED; TVM imports float32
     weights, so the model is not refused for its float16 tensor, and matches LiteRT."""
     spec = fuzz_corpus.TinyTflite()
@@ -101,7 +102,7 @@ def test_float16_weights_read_by_dequantize_compile_as_float32(tmp_path: Path) -
     spec.tensors.append(fuzz_corpus.TinyTensor("weights_fp16", (3, 4), fuzz_corpus.FLOAT16, 3))
     spec.buffers.append((np.arange(12) / 7).astype("<f2").tobytes())
     spec.operators.insert(0, fuzz_corpus.TinyOperator(1, (4,), (1,)))
-    assert_compiles_and_passes(write(tmp_path, "fp16_weights.tflite", fuzz_corpus.build_tflite(spec)))
+    assert_compiles_and_passes(cli_in_process, write(tmp_path, "fp16_weights.tflite", fuzz_corpus.build_tflite(spec)))
 
 
 def tflite_add(type_code: int) -> fuzz_corpus.TinyTflite:

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import models_dir, run_cli
+from conftest import CliRun, models_dir, run_cli
 from quantize_models import INPUT_SHAPE, write_float_classifier
 
 HELLO_WORLD = "tflm/hello_world_float.tflite"
@@ -21,16 +21,17 @@ def _manifest(folder):
     return json.loads((folder / "manifest.json").read_text())
 
 
-def _quantized_hello_world(out, mode: str) -> tuple[str, dict]:
-    """`--quantize mode --calibration random` of hello_world_float into `out`: its stdout and manifest."""
-    proc = run_cli(str(models_dir() / HELLO_WORLD), "--quantize", mode, "--calibration", "random", "-o", str(out))
+def _quantized_hello_world(cli: CliRun, out, mode: str) -> tuple[str, dict]:
+    """`--quantize mode --calibration random` of hello_world_float into `out` by `cli` (conftest's
+    `cli_in_process`): its stdout and manifest."""
+    proc = cli(str(models_dir() / HELLO_WORLD), "--quantize", mode, "--calibration", "random", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, _manifest(out)
 
 
-def test_hello_world_float_quantized_on_random_calibration(tmp_path):
+def test_hello_world_float_quantized_on_random_calibration(tmp_path, cli_in_process):
     out = tmp_path / "out"
-    stdout, manifest = _quantized_hello_world(out, "int8")
+    stdout, manifest = _quantized_hello_world(cli_in_process, out, "int8")
     assert ("quantize   on random: uniform [-1, 1), 100 samples, seed 1; int8 activations (--activations int8): "
             "relative error") in stdout
     for stage in ("check", "import", "calibrate", "quantize", "accuracy"):  # each timed, the long ones too
@@ -84,8 +85,8 @@ def test_classifier_quantized_on_an_npz_file_with_percentile_ranges(tmp_path):
         assert kind in kinds, kinds
 
 
-def test_auto_says_what_it_decided_and_why(tmp_path):
-    stdout, manifest = _quantized_hello_world(tmp_path / "out", "auto")
+def test_auto_says_what_it_decided_and_why(tmp_path, cli_in_process):
+    stdout, manifest = _quantized_hello_world(cli_in_process, tmp_path / "out", "auto")
     assert "quantize   quantizing to int8: lowpower has no FPU" in stdout
     assert manifest["quantization"]["decision"].startswith("quantizing to int8: lowpower has no FPU")
 

@@ -15,7 +15,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from conftest import models_dir, run_cli
+from conftest import models_dir
 from onnx_conv_nets import residual_conv_net
 
 pytestmark = pytest.mark.slow  # each imports, quantizes or compiles a model: 5-40 s on the shared machine
@@ -201,10 +201,11 @@ def test_the_quantized_model_stays_close_to_onnxruntimes_float_outputs(net, net_
     assert relative_error < 0.05, relative_error
 
 
-def test_a_quantized_depthwise_channels_first_bundle_is_bit_exact_with_its_integer_reference(net_files, tmp_path):
+def test_a_quantized_depthwise_channels_first_bundle_is_bit_exact_with_its_integer_reference(net_files, tmp_path,
+                                                                                             cli_in_process):
     out = tmp_path / "out"
-    proc = run_cli(str(net_files["depthwise"]), "--quantize", "int8", "--calibration", "random", "--target",
-                   "lowpower", "-o", str(out))
+    proc = cli_in_process(str(net_files["depthwise"]), "--quantize", "int8", "--calibration", "random", "--target",
+                          "lowpower", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["selftest"]["passed"] and manifest["selftest"]["atol_lsb"] == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import models_dir, run_cli
+from conftest import models_dir
 
 HELLO_WORLD = "tflm/hello_world_float.tflite"
 
@@ -32,14 +32,14 @@ def test_held_back_accuracy_is_measured_on_200_samples_of_the_calibration_distri
     assert facts["held_back"] == "random: uniform [-1, 1), 200 samples, seed 2"
 
 
-def test_a_quantized_model_over_the_sram_is_refused_with_the_byte_count(tmp_path):
+def test_a_quantized_model_over_the_sram_is_refused_with_the_byte_count(tmp_path, cli_in_process):
     # hello_world_float quantized has a 32 B arena (measured) and an int8 input and output; a cortex-m0plus with
     # 16 B of SRAM cannot hold them: refused before the build, whose stack would come on top.
     board = tmp_path / "tiny.toml"
     board.write_text('extends = "cortex-m0plus"\nname = "tiny-m0plus"\nsram_bytes = 16\n')
     out = tmp_path / "out"
-    proc = run_cli(str(models_dir() / HELLO_WORLD), "--target", str(board), "--quantize", "int8",
-                   "--calibration", "random", "-o", str(out))
+    proc = cli_in_process(str(models_dir() / HELLO_WORLD), "--target", str(board), "--quantize", "int8",
+                          "--calibration", "random", "-o", str(out))
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("tvm_ext.compile: error: hello_world_float"), lines[0]

@@ -71,12 +71,12 @@ def _onnx(path: Path, nodes: list, inputs: list, outputs: list, initializers: li
     return path
 
 
-def test_a_constant_index_outside_its_axis_is_refused_in_one_line(tmp_path):
+def test_a_constant_index_outside_its_axis_is_refused_in_one_line(tmp_path, cli_in_process):
     path = _onnx(tmp_path / "constant_gather.onnx", [helper.make_node("Gather", ["x", "i"], ["y"], name="pick")],
                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [10, 4])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
                  [numpy_helper.from_array(np.array([3, 1000], np.int64), "i")])
-    result = run_cli(str(path), "-o", str(tmp_path / "out"))
+    result = cli_in_process(str(path), "-o", str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         "tvm_ext.compile: error: constant_gather.onnx: operator Gather at layer pick (Gather): index 1000 is "
@@ -102,7 +102,7 @@ def test_constant_folding_never_runs_a_scatter_with_a_bad_constant_index_on_the_
         "(a constant index)")
 
 
-def test_an_index_operator_whose_reads_cannot_be_checked_is_refused_naming_it(tmp_path):
+def test_an_index_operator_whose_reads_cannot_be_checked_is_refused_naming_it(tmp_path, cli_in_process):
     """RoiAlign's kernel loops as many times as its regions' coordinates say: nothing bounds it."""
     path = _onnx(tmp_path / "roi.onnx",
                  [helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], name="roi", output_height=2, output_width=2)],
@@ -110,7 +110,7 @@ def test_an_index_operator_whose_reads_cannot_be_checked_is_refused_naming_it(tm
                   helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 4]),
                   helper.make_tensor_value_info("b", TensorProto.INT64, [1])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])], [])
-    result = run_cli(str(path), "-o", str(tmp_path / "out"))
+    result = cli_in_process(str(path), "-o", str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         "tvm_ext.compile: error: roi.onnx: operator RoiAlign at layer roi (RoiAlign) is refused: its kernel loops "
@@ -233,14 +233,14 @@ def _reverse_sequence(folder: Path, lengths: list[int]) -> Path:
     return path
 
 
-def test_constant_sequence_lengths_are_checked_at_compile_time(tmp_path):
+def test_constant_sequence_lengths_are_checked_at_compile_time(tmp_path, cli_in_process):
     """TVM's REVERSE_SEQUENCE kernel picks its source with if_then_else over the lengths: a length of 10
     compiles (no run-time check: constants), one of 20 on the axis of 10 is refused in one line."""
     from tvm_ext.compile import compile
 
     bundle = compile(_reverse_sequence(tmp_path / "ok", [3, 10]), "lowpower", tmp_path / "ok" / "out")
     assert bundle.selftest.passed and not any(call.checks_indices for call in bundle.plan.calls)
-    result = run_cli(str(_reverse_sequence(tmp_path, [3, 20])), "-o", str(tmp_path / "out"))
+    result = cli_in_process(str(_reverse_sequence(tmp_path, [3, 20])), "-o", str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith(
         "operator REVERSE_SEQUENCE at layer y (REVERSE_SEQUENCE): index 20 is outside [0, 11) (a constant index)")

@@ -18,7 +18,6 @@ import tvm
 from tvm import relax, s_tir, te, topi
 
 import tvm_ext
-from conftest import run_cli
 from onnx_conv_nets import residual_conv_net
 from target import resolve_profile
 from tvm_ext.schedule.conv_tap_order import taps_row_first
@@ -164,9 +163,9 @@ def test_onnx_conv_net_in_each_layout_gives_the_same_bits(group, tmp_path):
     assert checksums["nchw"] == checksums["nhwc"] == checksums["auto"]
 
 
-def test_cli_refuses_a_forced_layout_on_a_quantized_model_in_one_line(shared_models, tmp_path):
-    result = run_cli(str(shared_models / "tflm/hello_world_int8.tflite"), "--layout", "nhwc", "-o",
-                     str(tmp_path / "out"))
+def test_cli_refuses_a_forced_layout_on_a_quantized_model_in_one_line(shared_models, tmp_path, cli_in_process):
+    result = cli_in_process(str(shared_models / "tflm/hello_world_int8.tflite"), "--layout", "nhwc", "-o",
+                            str(tmp_path / "out"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "tvm_ext.compile: error: hello_world_int8.tflite: --layout nhwc is not supported for quantized models "

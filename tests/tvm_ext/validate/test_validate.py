@@ -67,10 +67,10 @@ def test_validate_a_float_bundle_against_onnxruntime_with_labels(tmp_path) -> No
 
 
 @pytest.mark.slow
-def test_validate_a_quantized_bundle_against_the_float_model(tmp_path) -> None:
+def test_validate_a_quantized_bundle_against_the_float_model(tmp_path, cli_in_process) -> None:
     samples = _samples(tmp_path / "samples.npz", count=30)
-    proc = run_cli("--example", "--target", "lowpower", "-o", str(tmp_path / "out"), "--quantize", "int8",
-                   "--calibration", "random", "--validate", str(samples), "--selftest-input", str(samples))
+    proc = cli_in_process("--example", "--target", "lowpower", "-o", str(tmp_path / "out"), "--quantize", "int8",
+                          "--calibration", "random", "--validate", str(samples), "--selftest-input", str(samples))
     assert proc.returncode == 0, proc.stderr
     assert "PASS on host" in proc.stdout  # the user's float sample, quantized with the bundle's input scale
     (line,) = [line for line in proc.stdout.splitlines() if "output 0 on the host against onnxruntime" in line]
@@ -101,12 +101,12 @@ def test_a_hostile_selftest_input_gets_one_line_and_exit_2(tmp_path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("profile", "board"), [("cortex-m4f", "mps2-an386"), ("rv32imafc", "virt")])
-def test_validate_on_the_emulated_core_of_a_device_profile(tmp_path, profile: str, board: str) -> None:
+def test_validate_on_the_emulated_core_of_a_device_profile(tmp_path, profile: str, board: str, cli_in_process) -> None:
     """The samples run on the profile's emulated board (QEMU's mps2-an386; RISC-V virt, by the same runner as
     the self-test) as well as on the host (embedded in a driver that takes the place of the self-test, in a
     copy of the bundle), each compared with onnxruntime."""
     samples = _samples(tmp_path / "samples.npz", count=5, labels=np.arange(5))
-    proc = run_cli("--example", "--target", profile, "-o", str(tmp_path / "out"), "--validate", str(samples))
+    proc = cli_in_process("--example", "--target", profile, "-o", str(tmp_path / "out"), "--validate", str(samples))
     assert proc.returncode == 0, proc.stderr
     (line,) = [line for line in proc.stdout.splitlines()
                if f"output 0 on {board} (emulated {profile}, the first 5 samples) against onnxruntime" in line]
