@@ -11,6 +11,8 @@ outputs.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import onnx
 import pytest
@@ -95,16 +97,20 @@ def test_broadcast_qdq_add_equals_onnxruntime(tmp_path, a_shape, b_shape):
     assert mismatches(bundle, path, 200) == []
 
 
+def _int8_quantization(constants: list, name: str, scale: float, zero_point: int) -> list[str]:
+    """The names of a QuantizeLinear/DequantizeLinear's scale and int8 zero point, `name`_scale and
+    `name`_zero_point, whose per-tensor initializers (`scale`, `zero_point`) it appends to `constants`."""
+    constants.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"),
+                      numpy_helper.from_array(np.array(zero_point, np.int8), f"{name}_zero_point")])
+    return [f"{name}_scale", f"{name}_zero_point"]
+
+
 def _qdq_mul_add_hard_swish(path) -> None:
     """x, w (int8) -> QDQ Mul -> QDQ Add of x -> QDQ HardSwish -> y: the residual tail of a squeeze-excite block
     (PyTorch's ``hardswish(x + y * gate)``) as onnxruntime's quantize_static writes it; one kernel, whose
     hard-swish reads the Add's rounded value twice."""
     constants = []
-
-    def quantization(name: str, scale: float, zero_point: int) -> list[str]:
-        constants.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"),
-                          numpy_helper.from_array(np.array(zero_point, np.int8), f"{name}_zero_point")])
-        return [f"{name}_scale", f"{name}_zero_point"]
+    quantization = functools.partial(_int8_quantization, constants)
 
     node = helper.make_node
     nodes = [node("DequantizeLinear", ["x", *quantization("x", 0.05, 3)], ["x_float"]),
@@ -138,11 +144,7 @@ def _qdq_add_scalar_constant(path) -> None:
     how onnxruntime's quantize_static writes the scalars of PyTorch's erf GELU (0.5 * x * (1 + erf(x / sqrt 2)))
     in a TorchScript export."""
     constants = []
-
-    def quantization(name: str, scale: float, zero_point: int) -> list[str]:
-        constants.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"),
-                          numpy_helper.from_array(np.array(zero_point, np.int8), f"{name}_zero_point")])
-        return [f"{name}_scale", f"{name}_zero_point"]
+    quantization = functools.partial(_int8_quantization, constants)
 
     node = helper.make_node
     nodes = [node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1.0, np.float32))),
