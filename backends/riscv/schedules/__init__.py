@@ -257,7 +257,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     the interleaved MAC over every tile, where the row-major weights' products took a loop of tiles in the kernel,
     each copying its offsets and calling the four-channel MAC: smaller and faster on every such shared model
     (`templates/mac_s8x4_interleaved.h.in` has the figures); an input or unit count not whole groups pays zero
-    weights in flash (kws_lstm32_61x13's 13 inputs: 384 B for 246 B of code and 27 % of the instructions)."""
+    weights in flash (kws_lstm32_61x13's 13 inputs: 384 B for 246 B of code and 27 % of the instructions).
+    The bundle's per-tensor FULLY_CONNECTED layers call the shared row helper only where its one copy pays
+    (`riscv_bundle_choice`, `fc_rows_price`), else each keeps its own loop over its channel tiles."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),

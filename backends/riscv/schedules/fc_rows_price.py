@@ -53,11 +53,15 @@ def fc_rows_pay(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) 
     over the price reach its copy's bytes (FC_ROWS_CODE_BYTES); True where no kernel calls it (nothing to choose)."""
     tiles = {name: fc_row_tiles(func) for name, func in kernels.items()}
     users = [name for name, count in tiles.items() if count]
-    if not users:
-        return True
-    saved = sum(tiles[name] * calls.get(name, 1) for name in users) * FC_ROWS_SAVED_PER_TILE
-    return len(users) * FC_ROWS_KERNEL_BYTES * INSTRUCTIONS_PER_BYTE + saved \
-        >= FC_ROWS_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+    return not users or row_helper_pays(len(users), sum(tiles[name] * calls.get(name, 1) for name in users))
+
+
+def row_helper_pays(users: int, tiles: int) -> bool:
+    """Whether the row helper's one copy (FC_ROWS_CODE_BYTES) is paid by ``users`` kernels calling it
+    (FC_ROWS_KERNEL_BYTES saved each) and the ``tiles`` they run in it per inference (FC_ROWS_SAVED_PER_TILE
+    instructions saved each, at the one price of code)."""
+    return (users * FC_ROWS_KERNEL_BYTES - FC_ROWS_CODE_BYTES) * INSTRUCTIONS_PER_BYTE \
+        + tiles * FC_ROWS_SAVED_PER_TILE >= 0
 
 
 def fc_rows_users(kernels: Mapping[str, tirx.PrimFunc]) -> list[str]:
