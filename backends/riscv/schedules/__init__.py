@@ -25,11 +25,13 @@ four-channel window MAC's loop nest its call (`mac.extern_mac_calls`); its other
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from typing import Optional
 
 from tvm import tirx
 from tvm.ir import TensorLoad
 
-from backends.backend import KernelSchedules
+from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.code_price import INSTRUCTIONS_PER_BYTE
@@ -49,6 +51,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
+from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
 from target.profile import Profile
 
 
@@ -95,7 +98,12 @@ instructions lost at the schedules' one price of code (`backends.code_price.INST
 
 
 class RiscvMacSchedules:
-    """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each."""
+    """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each; with
+    ``fc_rows`` False, a FULLY_CONNECTED layer keeps its own loop over its channel tiles rather than calling the
+    shared row helper (the bundle's choice, `riscv_bundle_choice`)."""
+
+    def __init__(self, fc_rows: bool = True) -> None:
+        self.fc_rows = fc_rows
 
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
@@ -148,8 +156,7 @@ class RiscvMacSchedules:
         (`mac.interleaved_mac_calls`)."""
         return interleaved_mac_calls(func)
 
-    @staticmethod
-    def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    def epilogue_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
         double rounding's as one call of its own (RISCV_DOUBLE_EPILOGUE); each pixel
         pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES; its `_odd` form
@@ -164,7 +171,7 @@ class RiscvMacSchedules:
         pretrainedResnet_quant 6,694 -> 6,628 B, 34,471,793 -> 34,623,761; person_detect 10,902 -> 10,806 B,
         27,857,590 -> 28,073,045; vww_96_int8 11,224 -> 11,190 B, 30,206,608 -> 30,393,131); each per-tensor fully
         connected layer's loop over its channel tiles as one call of the shared row helper
-        (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS); each depthwise pixel's loop over its channel tiles
+        (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS) where ``fc_rows`` (the bundle's choice); each depthwise pixel's loop over its channel tiles
         as one call of the fused depthwise tiles (RISCV_DEPTHWISE_TILES: the interior's and the border's forms;
         rv32imc, the depthwise kernels' instructions: vww_96_int8 7,476,034 -> 7,050,519, kws_ref_model 2,548,939 ->
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
@@ -177,7 +184,7 @@ class RiscvMacSchedules:
         tiles = one_tile_calls(conv_tiles_calls(tiles, RISCV_CONV_TILES_LUT))
         for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
             tiles = depthwise_tiles_calls(tiles, depthwise)
-        rows = fc_rows_calls(tiles, RISCV_FC_ROWS)
+        rows = fc_rows_calls(tiles, RISCV_FC_ROWS) if self.fc_rows else tiles
         # a fused chain's rescales (`biased_requantize`; a lone one kept: pretrainedResnet_quant's ADDs 6 B larger)
         return biased_requantize_calls(rows, least=2)
 
@@ -209,6 +216,18 @@ def _loads_combined(value: tirx.PrimExpr) -> bool:
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
+RISCV_OWN_FC_LOOPS = RiscvMacSchedules(fc_rows=False)
+"""The RV32 schedules of a bundle whose FULLY_CONNECTED layers keep their own loops (`riscv_bundle_choice`)."""
+
+
+def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
+    """The `KernelSchedules.bundle_choice` of RV32 cores: from the bundle's kernels (scheduled with the shared
+    FULLY_CONNECTED row helper's calls) and their calls, where that helper's one copy does not pay
+    (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops (RISCV_OWN_FC_LOOPS); None
+    where it pays or no kernel calls it."""
+    if fc_rows_pay(kernels, calls):
+        return None
+    return BundleChoice({name: RISCV_OWN_FC_LOOPS for name in fc_rows_users(kernels)})
 
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:
@@ -238,8 +257,11 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     the interleaved MAC over every tile, where the row-major weights' products took a loop of tiles in the kernel,
     each copying its offsets and calling the four-channel MAC: smaller and faster on every such shared model
     (`templates/mac_s8x4_interleaved.h.in` has the figures); an input or unit count not whole groups pays zero
-    weights in flash (kws_lstm32_61x13's 13 inputs: 384 B for 246 B of code and 27 % of the instructions)."""
+    weights in flash (kws_lstm32_61x13's 13 inputs: 384 B for 246 B of code and 27 % of the instructions).
+    The bundle's per-tensor FULLY_CONNECTED layers call the shared row helper only where its one copy pays
+    (`riscv_bundle_choice`, `fc_rows_price`), else each keeps its own loop over its channel tiles."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
-                           svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True)
+                           svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
+                           bundle_choice=riscv_bundle_choice)

@@ -593,10 +593,14 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
         runs = [1] * len(reduce_axes)  # each reduction loop's step along the window's one run of inputs
         for axis in reversed(reduce_axes[:-1]):
             runs[axis] = runs[axis + 1] * int(loops[axis + 1].extent)
-        # The first reduction loop may step the window's rows (x_row_stride apart) when the others make one run.
+        # The first reduction loop of more than one iteration (after loops of one: a 1xK kernel dilated along its
+        # columns) may step the window's rows (x_row_stride apart) when the later ones make one run.
+        row_axis = next((axis for axis in reduce_axes[:-1] if int(loops[axis].extent) > 1), 0)
         rows, row_len, x_row_stride = 1, runs[0] * int(loops[0].extent), 0
-        if len(reduce_axes) > 1 and int(loops[0].extent) > 1 and offsets.step(reduction.data, 0) != runs[0]:
-            rows, row_len, x_row_stride = int(loops[0].extent), runs[0], offsets.step(reduction.data, 0)
+        if len(reduce_axes) > 1 and int(loops[row_axis].extent) > 1 \
+                and offsets.step(reduction.data, row_axis) != runs[row_axis]:
+            rows, row_len = int(loops[row_axis].extent), runs[row_axis]
+            x_row_stride = offsets.step(reduction.data, row_axis)
         x_pixel_stride = offsets.step(reduction.data, len(loops) - 2) if pixels else 0
         acc_pixel_stride = offsets.step(store, len(loops) - 2) if pixels else 0
         if pixels and acc_pixel_stride < MAC_CHANNELS:
@@ -622,7 +626,7 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
                     if (offsets.value(channel, point) != first + c
                             or offsets.offset(word, point) != base_w + PAIR_WORDS * k + c // 2
                             or offsets.offset(reduction.data, point) != base_x + k + p * x_pixel_stride
-                            + (corner[0] * (x_row_stride - row_len) if rows > 1 else 0)
+                            + (corner[row_axis] * (x_row_stride - row_len) if rows > 1 else 0)
                             or offsets.offset(store, point) != base_acc + c + p * acc_pixel_stride):
                         return None
     except KeyError:

@@ -2,8 +2,9 @@
 backends/cortex_m/helpers/templates/helium_fc_rows.h.in and backends/riscv/helpers/templates/fc_rows_s8x8.h.in): an
 int8 FULLY_CONNECTED of one input row compiled for cortex-m55 or rv32imc is one call of the core family's shared
 out-of-line row helper (one tile included), no loop of its own, bit-exactly with TFLite Micro under QEMU and on
-the host (the helper's portable C); cortex-m4f calls its twin over stacked weights, and a layer its profile's tile
-does not divide keeps its loops."""
+the host (the helper's portable C; rv32imc takes its helper where its one copy pays per bundle, here priced free:
+tests/backends/riscv/test_riscv_fc_rows_price.py has the price); cortex-m4f calls its twin over stacked weights, and
+a layer its profile's tile does not divide keeps its loops."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools  # noqa: E402
 from emulator.tools import RISCV_TOOLS, missing_tools  # noqa: E402
 from tflite_models import fully_connected_model  # noqa: E402
+from backends.riscv.schedules import fc_rows_price  # noqa: E402
 
 PROFILES = {"cortex-m55": ("mps3-an547", r"_fc_rows_s8(_b16)?\("), "rv32imc": ("virt", r"_fc_rows_s8x8(_b16)?\(")}
 """Each profile's board and its row helper's call (int32 or int16 biases)."""
@@ -28,9 +30,10 @@ needs_riscv_tools = pytest.mark.skipif(bool(missing_tools(RISCV_TOOLS)), reason=
 # loop of one iteration); 8 over 13 inputs (a predicated rest of Helium's vectors, an odd RV32 group)
 @pytest.mark.parametrize("input_units, units", [(36, 16), (1100, 8), (13, 8)])
 @pytest.mark.parametrize("profile", PROFILES)
-def test_a_fully_connected_row_is_one_call_of_the_row_helper_bit_exactly(tmp_path, profile: str, input_units: int,
-                                                                         units: int) -> None:
+def test_a_fully_connected_row_is_one_call_of_the_row_helper_bit_exactly(tmp_path, monkeypatch, profile: str,
+                                                                         input_units: int, units: int) -> None:
     board, call = PROFILES[profile]
+    monkeypatch.setattr(fc_rows_price, "FC_ROWS_CODE_BYTES", 0)  # RV32: the helper's copy priced free (it pays)
     bundle, kernels = bit_exact_bundle(tmp_path, "dense", fully_connected_model((1, input_units), units,
                                                                                keep_num_dims=False, seed=5),
                                        profile, board)
