@@ -218,10 +218,11 @@ def test_a_quantization_rounding_ties_the_wrong_way_is_caught_by_the_ties_case(t
     it still passes case 0 (uniform floats, none on a tie) but fails case 2 (every input on a tie)."""
     bundle = tvm_ext.compile(quantize_model(tmp_path), target="lowpower", out=tmp_path / "out")
     assert bundle.selftest.passed and bundle.selftest.cases == MAX_CASES
-    kernels = bundle.out_dir / "quantize_input_kernels.c"
-    # The tie clause `... == 0.5f) && (floor(v) - 2 * floor(floor(v) * 0.5f)) == 1.0f` (round up from an odd
-    # floor) becomes `... >= 0.0f`: every tie rounds up.
-    result = edited_selftest(bundle.out_dir, kernels, r"\) == 1\.000000e\+00f\)", ") >= 0.000000e+00f)")
+    helpers = bundle.out_dir / "quantize_input_internal.h"
+    # The rounding helper's tie clause on the host (packager/templates/round_half_even_small.h.in: step up from a
+    # positive tie only when the truncation is odd) becomes `fraction >= 0.5f`: every positive tie rounds up.
+    tie_clause = r"if \(fraction > 0\.5f \|\| \(fraction == 0\.5f && odd != 0\)\)"
+    result = edited_selftest(bundle.out_dir, helpers, tie_clause, "if (fraction >= 0.5f)")
     assert not result.passed and result.problem is None, result.output
     assert {m.case for m in result.mismatches} == {2}, result.mismatches
 
