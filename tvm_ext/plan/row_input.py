@@ -78,9 +78,12 @@ def with_row_input(plan: ExecutionPlan, bands: list[Range]) -> ExecutionPlan:
 
 
 def _band_copy(plan: ExecutionPlan, call: KernelCall, source: str, shape: tuple[int, ...]) -> str:
-    """The band `call` fills: its one output, when it is a copy of the band's rows of `source` (its one input,
-    an arena output of `shape` and the input's type); RowInputError otherwise."""
-    if len(call.inputs) != 1 or len(call.outputs) != 1 or call.scratch or plan.storage_of(call.inputs[0]) != source:
+    """The band `call` fills: its one output, when it is a copy of the band's rows of `source` (its one input
+    besides constants: a kernel shared by the bands' copies reads each band's first row from a constants array,
+    tvm_ext.transform.share_constant_variants; an arena output of `shape` and the input's type); RowInputError
+    otherwise."""
+    read = [name for name in call.inputs if plan.tensors[name].role is not TensorRole.CONSTANT]
+    if len(read) != 1 or len(call.outputs) != 1 or call.scratch or plan.storage_of(read[0]) != source:
         raise RowInputError(f"{'; '.join(call.layers) or call.kernel} reads the input beside a band's copy")
     band = plan.tensors[call.outputs[0]]
     if band.shape != shape or band.dtype != plan.tensors[source].dtype or band.view_of is not None \
