@@ -73,6 +73,9 @@ def with_row_input(plan: ExecutionPlan, bands: list[Range]) -> ExecutionPlan:
             keeps.append(RowKeep(band, kept, (bands[k + 1][0] - first) * row_bytes))
             calls.append(KernelCall(ROWS_KEEP_KERNEL, call.layers, (band,), (kept,), subgraph=call.subgraph,
                                     operators=call.operators))
+    # A copy's constants array (its band's first row, where the copies share one kernel) is read by no call now.
+    read = {arg for call in calls for arg in call.args}
+    tensors = {key: tensor for key, tensor in tensors.items() if tensor.role is not TensorRole.CONSTANT or key in read}
     return replace(plan, tensors=tensors, calls=calls,
                    row_input=RowInput(name, rows, row_bytes, tuple(fetches), tuple(keeps)))
 

@@ -51,6 +51,28 @@ def test_bands_are_fetched_and_shared_rows_kept_in_a_halo():
     assert io_bytes_outside(plan, MemoryPlan({}, 0, 0, "test", True)) == (0, 1 * 3)
 
 
+
+def test_shared_band_copies_become_fetches_and_their_constants_arrays_leave_the_plan():
+    # share_constant_variants gives the bands' copies one kernel reading each band's first row from a constants
+    # array: each copy is still a band copy, and its array, read by no call once the fetch replaces it, is no
+    # weight of the bundle any more; a constant a kept call reads stays.
+    bands = [(0, 5), (3, 8), (8, 10)]
+    plan = _plan(bands)
+    tensors = dict(plan.tensors, stage_weights=Tensor("stage_weights", (1,), "int8", TensorRole.CONSTANT))
+    calls = []
+    for call in plan.calls:
+        if call.kernel == "m_slice":
+            k = call.outputs[0].removeprefix("band")
+            tensors[f"l{k}_constants"] = Tensor(f"l{k}_constants", (1,), "int32", TensorRole.CONSTANT)
+            call = replace(call, inputs=("image", f"l{k}_constants"))
+        elif call.kernel == "m_stage":
+            call = replace(call, inputs=(*call.inputs, "stage_weights"))
+        calls.append(call)
+    rows = with_row_input(replace(plan, tensors=tensors, calls=calls), bands)
+    assert [c.kernel for c in rows.calls].count(ROWS_FETCH_KERNEL) == len(bands)
+    assert not any(name.endswith("_constants") for name in rows.tensors), sorted(rows.tensors)
+    assert "stage_weights" in rows.tensors
+
 def test_a_reordered_plan_that_fetches_out_of_order_is_seen():
     bands = [(0, 5), (5, 10)]  # no shared rows: nothing ties the second fetch to the first
     plan = with_row_input(_plan(bands), bands)
