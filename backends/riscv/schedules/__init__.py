@@ -51,6 +51,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
+from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
 from target.profile import Profile
 
@@ -100,10 +101,12 @@ instructions lost at the schedules' one price of code (`backends.code_price.INST
 class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each; with
     ``fc_rows`` False, a FULLY_CONNECTED layer keeps its own loop over its channel tiles rather than calling the
-    shared row helper (the bundle's choice, `riscv_bundle_choice`)."""
+    shared row helper; with ``cold_requantize``, an element kernel's biased requantizations are calls of their
+    out-of-line function (`cold_requantize`); both the bundle's choices (`riscv_bundle_choice`)."""
 
-    def __init__(self, fc_rows: bool = True) -> None:
+    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False) -> None:
         self.fc_rows = fc_rows
+        self.cold_requantize = cold_requantize
 
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
@@ -186,7 +189,8 @@ class RiscvMacSchedules:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         rows = fc_rows_calls(tiles, RISCV_FC_ROWS) if self.fc_rows else tiles
         # a fused chain's rescales (`biased_requantize`; a lone one kept: pretrainedResnet_quant's ADDs 6 B larger)
-        return biased_requantize_calls(rows, least=2)
+        biased = biased_requantize_calls(rows, least=2)
+        return out_of_line_requantize(biased) if self.cold_requantize else biased
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -216,18 +220,20 @@ def _loads_combined(value: tirx.PrimExpr) -> bool:
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
-RISCV_OWN_FC_LOOPS = RiscvMacSchedules(fc_rows=False)
-"""The RV32 schedules of a bundle whose FULLY_CONNECTED layers keep their own loops (`riscv_bundle_choice`)."""
 
 
 def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
     """The `KernelSchedules.bundle_choice` of RV32 cores: from the bundle's kernels (scheduled with the shared
-    FULLY_CONNECTED row helper's calls) and their calls, where that helper's one copy does not pay
-    (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops (RISCV_OWN_FC_LOOPS); None
-    where it pays or no kernel calls it."""
-    if fc_rows_pay(kernels, calls):
+    FULLY_CONNECTED row helper's calls and inlined biased requantizations) and their calls, where that helper's one
+    copy does not pay (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops; the kernels
+    whose biased requantizations pay out of line (`cold_requantize.cold_requantize_kernels`) scheduled with their
+    calls; None where neither changes a kernel."""
+    own_loops = set() if fc_rows_pay(kernels, calls) else set(fc_rows_users(kernels))
+    cold = set(cold_requantize_kernels(kernels, calls))
+    if not own_loops and not cold:
         return None
-    return BundleChoice({name: RISCV_OWN_FC_LOOPS for name in fc_rows_users(kernels)})
+    return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold)
+                         for name in kernels if name in own_loops | cold})
 
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:
