@@ -19,7 +19,10 @@ pair's loop over its channel tiles as one call of the shared out-of-line pair he
 eight output channels is tiled too.
 In a TE extern stage (an LSTM's gates, the SVDF state update) a product over interleaved weights becomes one call of
 the interleaved MAC (`<prefix>_dual_mac_s8x4_interleaved`, every tile: `mac.interleaved_mac_calls`) and a
-four-channel window MAC's loop nest its call (`mac.extern_mac_calls`); its other loops stay scalar.
+four-channel window MAC's loop nest its call (`mac.extern_mac_calls`); its other loops stay scalar, a chain of its
+constant rescales calls of the biased requantization (`backends.cortex_m.schedules.biased_requantize`), as an element
+loop's. An element kernel run too few times per inference to pay for those calls inlined calls their one out-of-line
+copy (`cold_requantize`: the bundle's choice, `riscv_bundle_choice`).
 """
 
 from __future__ import annotations
