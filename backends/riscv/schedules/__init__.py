@@ -19,7 +19,10 @@ pair's loop over its channel tiles as one call of the shared out-of-line pair he
 eight output channels is tiled too.
 In a TE extern stage (an LSTM's gates, the SVDF state update) a product over interleaved weights becomes one call of
 the interleaved MAC (`<prefix>_dual_mac_s8x4_interleaved`, every tile: `mac.interleaved_mac_calls`) and a
-four-channel window MAC's loop nest its call (`mac.extern_mac_calls`); its other loops stay scalar.
+four-channel window MAC's loop nest its call (`mac.extern_mac_calls`); its other loops stay scalar, a chain of its
+constant rescales calls of the biased requantization (`backends.cortex_m.schedules.biased_requantize`), as an element
+loop's. An element kernel run too few times per inference to pay for those calls inlined calls their one out-of-line
+copy (`cold_requantize`: the bundle's choice, `riscv_bundle_choice`).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
+from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
 from target.profile import Profile
 
@@ -100,10 +104,12 @@ instructions lost at the schedules' one price of code (`backends.code_price.INST
 class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each; with
     ``fc_rows`` False, a FULLY_CONNECTED layer keeps its own loop over its channel tiles rather than calling the
-    shared row helper (the bundle's choice, `riscv_bundle_choice`)."""
+    shared row helper; with ``cold_requantize``, an element kernel's biased requantizations are calls of their
+    out-of-line function (`cold_requantize`); both the bundle's choices (`riscv_bundle_choice`)."""
 
-    def __init__(self, fc_rows: bool = True) -> None:
+    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False) -> None:
         self.fc_rows = fc_rows
+        self.cold_requantize = cold_requantize
 
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
@@ -153,8 +159,11 @@ class RiscvMacSchedules:
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         """An extern stage's int8 MAC loop nests over interleaved weights as calls of
         `<prefix>_dual_mac_s8x4_interleaved`, its four-channel ones as calls of `<prefix>_mac_s8x4`
-        (`mac.interleaved_mac_calls`)."""
-        return interleaved_mac_calls(func)
+        (`mac.interleaved_mac_calls`), then a chain of its constant scalar requantizations (at least two: an LSTM's
+        gates) as calls of the biased requantization (`biased_requantize`, as the DSP cores' extern stages; rv32imc
+        kws_lstm_40x16_int8 2,322 -> 2,292 B of code, 7,076,517 -> 7,068,836 instructions; kws_lstm27_37x11_int8
+        2,462 -> 2,452 B, 888,754 -> 886,756)."""
+        return biased_requantize_calls(interleaved_mac_calls(func), extern_stage=True, least=2)
 
     def epilogue_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
@@ -186,7 +195,8 @@ class RiscvMacSchedules:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         rows = fc_rows_calls(tiles, RISCV_FC_ROWS) if self.fc_rows else tiles
         # a fused chain's rescales (`biased_requantize`; a lone one kept: pretrainedResnet_quant's ADDs 6 B larger)
-        return biased_requantize_calls(rows, least=2)
+        biased = biased_requantize_calls(rows, least=2)
+        return out_of_line_requantize(biased) if self.cold_requantize else biased
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -216,18 +226,20 @@ def _loads_combined(value: tirx.PrimExpr) -> bool:
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
-RISCV_OWN_FC_LOOPS = RiscvMacSchedules(fc_rows=False)
-"""The RV32 schedules of a bundle whose FULLY_CONNECTED layers keep their own loops (`riscv_bundle_choice`)."""
 
 
 def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
     """The `KernelSchedules.bundle_choice` of RV32 cores: from the bundle's kernels (scheduled with the shared
-    FULLY_CONNECTED row helper's calls) and their calls, where that helper's one copy does not pay
-    (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops (RISCV_OWN_FC_LOOPS); None
-    where it pays or no kernel calls it."""
-    if fc_rows_pay(kernels, calls):
+    FULLY_CONNECTED row helper's calls and inlined biased requantizations) and their calls, where that helper's one
+    copy does not pay (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops; the kernels
+    whose biased requantizations pay out of line (`cold_requantize.cold_requantize_kernels`) scheduled with their
+    calls; None where neither changes a kernel."""
+    own_loops = set() if fc_rows_pay(kernels, calls) else set(fc_rows_users(kernels))
+    cold = set(cold_requantize_kernels(kernels, calls))
+    if not own_loops and not cold:
         return None
-    return BundleChoice({name: RISCV_OWN_FC_LOOPS for name in fc_rows_users(kernels)})
+    return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold)
+                         for name in kernels if name in own_loops | cold})
 
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:

@@ -67,8 +67,7 @@ from backends.cortex_m.schedules.pair_tiles import (HELIUM_PAIR_TILES_ACCESS, Pa
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import dual_mac_interleaved_helper_name
-from backends.cortex_m.schedules.extern_helpers import INTERLEAVED_MAC_ACCESS, INTERLEAVED_MAC_OPS
-from backends.cortex_m.schedules.extern_helpers import _interleaved_mac_call as dsp_interleaved_mac_call
+from backends.interleaved_mac import INTERLEAVED_MAC_ACCESS, interleaved_mac_call
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC_HELPERS, MAC_CHANNELS, RISCV_HELPERS,
                                     conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
                                     depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
@@ -704,26 +703,12 @@ def extern_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 def interleaved_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage) with each loop nest of an int8 MAC over interleaved weights (an LSTM gate's
-    or an SVDF's feature product, every tile of four units: the form ``backends.cortex_m.schedules.extern_helpers``
-    matches for the DSP cores) replaced by a call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved`
-    (INTERLEAVED_MAC_OP), then the four-channel window MAC's nests by its calls (`extern_mac_calls`); any other
-    function unchanged."""
-    return extern_mac_calls(with_root_loops_replaced(func, _interleaved_mac_call))
-
-
-def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
-    """The RISC-V interleaved MAC's call computing the loop nest ``loop``: the DSP cores' call of int8 weights
-    (their int16 form never comes: RV32 keeps the gate weights int8), its op RISC-V's; else None."""
-    realize = dsp_interleaved_mac_call(loop)
-    if realize is None:
-        return None
-    call = realize.block.body.value
-    if call.op.name != INTERLEAVED_MAC_OPS["int8"]:
-        return None
-    body = tirx.Evaluate(tirx.call_intrin("int32", INTERLEAVED_MAC_OP, *call.args))
-    block = realize.block
-    return s_tir.SBlockRealize(list(realize.iter_values), realize.predicate,
-                               s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body))
+    or an SVDF's feature product, every tile of four units: ``backends.interleaved_mac.interleaved_mac_call``, the
+    DSP cores' matcher too) replaced by a call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved`
+    (INTERLEAVED_MAC_OP; RV32 keeps the gate weights int8: no int16 form), then the four-channel window MAC's nests
+    by its calls (`extern_mac_calls`); any other function unchanged."""
+    return extern_mac_calls(with_root_loops_replaced(
+        func, lambda loop: interleaved_mac_call(loop, {"int8": INTERLEAVED_MAC_OP})))
 
 
 def _extern_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
