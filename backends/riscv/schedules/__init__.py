@@ -33,6 +33,7 @@ from tvm.ir import TensorLoad
 
 from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
+from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
@@ -48,6 +49,7 @@ from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_CONV_TILES_LUT,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
+                                          RISCV_TAIL_CHOICES,
                                           depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
@@ -186,7 +188,7 @@ class RiscvMacSchedules:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         rows = fc_rows_calls(tiles, RISCV_FC_ROWS) if self.fc_rows else tiles
         # a fused chain's rescales (`biased_requantize`; a lone one kept: pretrainedResnet_quant's ADDs 6 B larger)
-        return biased_requantize_calls(rows, least=2)
+        return common_tails(biased_requantize_calls(rows, least=2), RISCV_TAIL_CHOICES, through_loops=True)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
