@@ -178,7 +178,8 @@ class RiscvMacSchedules:
         rv32imc, the depthwise kernels' instructions: vww_96_int8 7,476,034 -> 7,050,519, kws_ref_model 2,548,939 ->
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
-        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
+        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE, partial_tables=True,
+                                                                        partial_stores=True),
                                               helper=RISCV_DOUBLE_EPILOGUE)
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
