@@ -36,6 +36,7 @@ from tvm.ir import TensorLoad
 
 from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
+from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
@@ -51,6 +52,7 @@ from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_CONV_TILES_LUT,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
+                                          RISCV_TAIL_CHOICES,
                                           depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
@@ -185,7 +187,8 @@ class RiscvMacSchedules:
         rv32imc, the depthwise kernels' instructions: vww_96_int8 7,476,034 -> 7,050,519, kws_ref_model 2,548,939 ->
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
-        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
+        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE, partial_tables=True,
+                                                                        partial_stores=True),
                                               helper=RISCV_DOUBLE_EPILOGUE)
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
@@ -195,7 +198,7 @@ class RiscvMacSchedules:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         rows = fc_rows_calls(tiles, RISCV_FC_ROWS) if self.fc_rows else tiles
         # a fused chain's rescales (`biased_requantize`; a lone one kept: pretrainedResnet_quant's ADDs 6 B larger)
-        biased = biased_requantize_calls(rows, least=2)
+        biased = common_tails(biased_requantize_calls(rows, least=2), RISCV_TAIL_CHOICES, through_loops=True)
         return out_of_line_requantize(biased) if self.cold_requantize else biased
 
     @staticmethod
