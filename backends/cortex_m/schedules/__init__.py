@@ -108,7 +108,7 @@ from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_pay, widened_rows_pay
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.float_tiles import float_tiles_calls
-from backends.cortex_m.schedules.helium_add import helium_add_int8
+from backends.cortex_m.schedules.helium_add import helium_add_int8, helium_adds_pay
 from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium_qlinear_conv
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
@@ -385,6 +385,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # ... widened to int16 where the model's layers pay the helpers and the flash holds them
         widened_rows_pay=widened_rows_pay if dsp_only else None,
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        int8_add_pays=helium_adds_pay if has_mve(profile) else None,
         # the DSP cores' ADD, SUB and SQUARED_DIFFERENCE from their operands' tabled values (measured on cortex-m4f), on
         # Helium too where its own ADD does not take the operator (two computed operands of one shape): cortex-m55's
         # generic kernels took 13-14 instructions per output byte (vit3h_28: 1,756,137 -> 1,663,818 instructions,

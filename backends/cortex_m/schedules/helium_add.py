@@ -14,10 +14,12 @@ ranges), `helium_add_int8` gives None and the lowering keeps the generic kernel.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from tvm import te, tirx
 
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers.helium_c import add_s8_helper_name, add_s8_tables_helper_name
 from backends.cortex_m.schedules.dual_mac import register_mac_helper
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero
@@ -60,6 +62,27 @@ than half of its cost below 256 outputs, where the generic kernel's place in a f
 more: an unrolled GRU's 64-element gate sums fuse with their SPLIT, LOGISTIC and MUL neighbours (a Keras
 GRU(64) over 49 steps on cortex-m55: 755,096 -> 719,351 instructions, code 95,892 -> 46,324 B, 442 -> 148
 kernels)."""
+
+HELPERS_CODE_BYTES = 760
+"""The code of the helpers' one copy per bundle, `<prefix>_add_s8_tables` and `<prefix>_add_s8` (cortex-m55:
+520 B and 216-268 B)."""
+KERNEL_CODE_BYTES = 150
+"""The code an ADD's kernel of the helper's calls takes more than the kernel the ADD takes without it, bytes."""
+SAVED_PER_ELEMENT = 12.0
+"""The instructions the helper saves per output element over the kernel the ADD takes without it."""
+TABLE_INSTRUCTIONS = 850
+"""The instructions of the tables' call of each ADD (cortex-m55: an ADD of 720 elements 3,070, of 3,072 10,310)."""
+
+
+def helium_adds_pay(elements: Sequence[int]) -> bool:
+    """Whether the helper pays in a model whose int8 ADDs of two computed operands of one shape have ``elements``
+    output elements each: the instructions it saves on those it takes (FEWEST_ELEMENTS or more; SAVED_PER_ELEMENT
+    an element, less each call's tables) at least the code it costs (its one copy, each kernel's calls) at the one
+    price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`)."""
+    taken = [count for count in elements if count >= FEWEST_ELEMENTS]
+    saved = sum(SAVED_PER_ELEMENT * count - TABLE_INSTRUCTIONS for count in taken)
+    return bool(taken) and saved >= (HELPERS_CODE_BYTES + KERNEL_CODE_BYTES * len(taken)) * INSTRUCTIONS_PER_BYTE
+
 
 LARGEST_LEFT_SHIFT = 22
 """The helper's largest left shift: (x + offset) << left_shift stays below 2^30 for |x + offset| <= 255, and
