@@ -7,6 +7,7 @@ portable C); other cores keep the generic kernel."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -16,6 +17,9 @@ pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+
+import backends.cortex_m.schedules as cortex_m_schedules  # noqa: E402
+from backends.cortex_m.schedules.helium_add import FEWEST_ELEMENTS, helium_adds_pay  # noqa: E402
 
 SHAPE = (1, 5, 7, 9)
 """315 elements (at least helium_add.FEWEST_ELEMENTS): 78 whole vectors of four lanes and three predicated lanes."""
@@ -41,7 +45,10 @@ def _add_model(shape: tuple[int, ...] = SHAPE) -> bytes:
 
 
 @needs_cross_tools
-def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path):
+def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path, monkeypatch):
+    # the helper wherever it fits, its price per model aside (two ADDs of 315 elements do not pay it:
+    # test_helium_adds_pay_per_model)
+    monkeypatch.setattr(cortex_m_schedules, "helium_adds_pay", lambda elements: True)
     bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(), "cortex-m55", "mps3-an547")
     calls = re.findall(r"_add_s8\((.*)\);", kernels)
     assert len(calls) == 2, kernels  # the broadcast ADD keeps the generic kernel
@@ -58,11 +65,34 @@ def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path):
 
 
 @needs_cross_tools
-def test_an_add_of_few_elements_keeps_the_generic_kernel_on_helium(tmp_path):
+def test_an_add_of_few_elements_keeps_the_generic_kernel_on_helium(tmp_path, monkeypatch):
     """Below helium_add.FEWEST_ELEMENTS the helper's tables are most of its cost, and the generic
-    kernel may fuse with its neighbours: 64 elements stay generic, bit-exact."""
+    kernel may fuse with its neighbours: 64 elements stay generic, bit-exact (wherever the helper pays)."""
+    monkeypatch.setattr(cortex_m_schedules, "helium_adds_pay", lambda elements: True)
     _bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(FEW), "cortex-m55", "mps3-an547")
     assert "_add_s8(" not in kernels and "_add_s8_tables(" not in kernels
+
+
+@needs_cross_tools
+def test_adds_that_do_not_pay_the_helper_keep_the_generic_kernel_on_helium(tmp_path):
+    """Two ADDs of 315 elements save less than the helpers' one copy costs at the price of code: both take the
+    generic kernel (not the kernel from tabled rescaled values: 1 KB of flash a table), bit-exact."""
+    bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(), "cortex-m55", "mps3-an547")
+    assert "_add_s8(" not in kernels and "_add_s8_tables(" not in kernels
+    # the broadcast ADD's table of its rescaled operand alone (256 int32 values: 1,024 B), none for the other two
+    assert json.loads((bundle.out_dir / "manifest.json").read_text())["headroom"]["flash_weights_bytes"] == 1024
+
+
+def test_helium_adds_pay_per_model():
+    """The helper pays where its ADDs' saved instructions reach its one copy's and their kernels' code at the price
+    (cortex-m55, measured: vit_tiny_16_int8's five ADDs of 3,072 elements 1,004 B of code for 248,256 instructions;
+    vit2h_d30_b1_24x16_tanh_int8's five of 720 and one of 1,296 2,064 B for 89,592)."""
+    assert helium_adds_pay([3072] * 5)
+    assert not helium_adds_pay([720] * 5 + [1296])
+    assert not helium_adds_pay([900] * 9)  # vit3h_d36_b2_20_int8: 3,000 B for 176,587
+    assert helium_adds_pay([16384])  # one residual ADD of a 32x32x16 feature map
+    assert not helium_adds_pay([FEWEST_ELEMENTS - 1] * 1000)  # below the helper's fewest elements: none taken
+    assert not helium_adds_pay([])
 
 
 @needs_cross_tools
