@@ -68,26 +68,36 @@ GRU(64) over 49 steps on cortex-m55: 755,096 -> 719,351 instructions, code 95,89
 kernels)."""
 
 HELPERS_CODE_BYTES = 760
-"""The code of the helpers' one copy per bundle, `<prefix>_add_s8_tables` and `<prefix>_add_s8` (cortex-m55:
-520 B and 216-268 B)."""
-KERNEL_CODE_BYTES = 150
-"""The code an ADD's kernel of the helper's calls takes more than the generic kernel the ADD takes without it, bytes
-(cortex-m55: 108-192 B a kernel of the calls; the generic ADD fused into its neighbours' kernel where it can be)."""
+"""The code of the helpers' one copy per bundle, `<prefix>_add_s8_tables` and `<prefix>_add_s8`, at the most
+(cortex-m55: 520 B and 216-268 B; ~290 B together where every ADD halves an operand, `halved_operand`)."""
+SPLIT_CODE_BYTES = 330
+"""The code an ADD of two elementwise kernels' results costs in the helper's calls, bytes: the generic ADD fuses with
+both into one kernel, the helper's kernel leaves them two (cortex-m55, vit_tiny_16_int8's layer norms: one kernel of
+~350 B against 152 + 108 + 184 + 108 B)."""
 SAVED_PER_ELEMENT = 12.0
-"""The instructions the helper saves per output element over the generic kernel, besides its tables (cortex-m55,
-vit_tiny_16_int8's residual ADDs of 3,072 elements: 46,870 -> 10,305 instructions)."""
+"""The instructions the helper saves per output element over the generic ADD's own kernel, its tables aside
+(cortex-m55, vit_tiny_16_int8's residual ADDs of 3,072 elements: 46,870 -> 10,305 instructions)."""
+SAVED_PER_FUSED_ELEMENT = 17.5
+"""The same over the generic ADD fused with the elementwise kernels of both its operands (cortex-m55,
+vit_tiny_16_int8's layer norms of 3,072 elements: 189,479 -> 136,257 instructions)."""
 TABLE_INSTRUCTIONS = 850
 """The instructions of the tables' call of each ADD (cortex-m55: an ADD of 720 elements 3,070, of 3,072 10,310)."""
 
 
-def helium_adds_pay(elements: Sequence[int]) -> bool:
-    """Whether the helper pays in a model whose int8 ADDs of two computed operands of one shape have ``elements``
-    output elements each: the instructions it saves on those it takes (FEWEST_ELEMENTS or more; SAVED_PER_ELEMENT
-    an element, less each call's tables) at least the code it costs (its one copy, each kernel's calls) at the one
-    price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`)."""
-    taken = [count for count in elements if count >= FEWEST_ELEMENTS]
-    saved = sum(SAVED_PER_ELEMENT * count - TABLE_INSTRUCTIONS for count in taken)
-    return bool(taken) and saved >= (HELPERS_CODE_BYTES + KERNEL_CODE_BYTES * len(taken)) * INSTRUCTIONS_PER_BYTE
+def helium_adds_pay(adds: Sequence[tuple[int, bool]]) -> bool:
+    """Whether the helper pays in a model whose int8 ADDs of two computed operands of one shape are ``adds``
+    ((output elements, whether both operands are elementwise kernels' results) each): the instructions it saves on
+    those it takes (FEWEST_ELEMENTS or more: SAVED_PER_ELEMENT or SAVED_PER_FUSED_ELEMENT an element, less each
+    call's tables) at least the code it costs (its one copy; SPLIT_CODE_BYTES an ADD of elementwise results) at the
+    one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`). Measured on cortex-m55 against the generic
+    kernel for every ADD: mobilenet_v2_050_64_int8's ten residual ADDs of 320-4,096 elements 4,456,015 -> 4,573,374
+    instructions for 4 B more code (pays), mobilenet_v3s_min_050_80_int8's seven of 432-1,600 2,208,741 -> 2,274,233
+    for 1,116 B less (does not)."""
+    taken = [(count, fused) for count, fused in adds if count >= FEWEST_ELEMENTS]
+    saved = sum((SAVED_PER_FUSED_ELEMENT if fused else SAVED_PER_ELEMENT) * count - TABLE_INSTRUCTIONS
+                for count, fused in taken)
+    code = HELPERS_CODE_BYTES + SPLIT_CODE_BYTES * sum(fused for _, fused in taken)
+    return bool(taken) and saved >= code * INSTRUCTIONS_PER_BYTE
 
 
 LARGEST_LEFT_SHIFT = 22

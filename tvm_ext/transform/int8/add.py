@@ -7,7 +7,7 @@ from __future__ import annotations
 import weakref
 from typing import Callable, Optional
 
-from tvm import te
+from tvm import relax, te
 
 from ...kernels import add_int8
 from ...kernels.quant_params import add_params, add_params_int16
@@ -15,15 +15,28 @@ from .binary import binary_lowering, elements_of
 from .graph import Graph, is_call_to
 from .lowering import LoweringContext
 
-_ELEMENTS: "weakref.WeakKeyDictionary[Graph, tuple[int, ...]]" = weakref.WeakKeyDictionary()
+_ELEMENTWISE_OPS = frozenset({"relax.add", "relax.subtract", "relax.multiply"})
+_ADDS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[int, bool], ...]]" = weakref.WeakKeyDictionary()
 
 
-def computed_add_elements(graph: Graph) -> tuple[int, ...]:
-    """The output elements of each of ``graph``'s ADDs of two dequantized int8 activations (neither a constant) of
-    one shape, in order: the ADDs a backend's own kernel may take (``binary_lowering``'s ``own_first``). Read once
-    per graph."""
-    if graph not in _ELEMENTS:
-        elements = []
+def _elementwise_result(graph: Graph, source) -> bool:
+    """Whether the int8 activation ``source`` is the quantized result of an ADD, SUB or MUL of dequantized operands
+    (``q(op(dq(a), dq(b)))``): an elementwise kernel's, with which a generic ADD reading it fuses (a layer norm's
+    scaled input and its shifted mean: q(mul) + q(sub)); not a MAC layer's (its bias added to a product)."""
+    value = graph.value_of(source)
+    if not is_call_to(value, "relax.quantize"):
+        return False
+    inner = graph.value_of(value.args[0])
+    return isinstance(inner, relax.Call) and any(is_call_to(inner, op) for op in _ELEMENTWISE_OPS) \
+        and all(graph.dequantized(arg)[0] is not None for arg in inner.args)
+
+
+def computed_adds(graph: Graph) -> tuple[tuple[int, bool], ...]:
+    """(output elements, whether both operands are elementwise kernels' results: `_elementwise_result`) of each of
+    ``graph``'s ADDs of two dequantized int8 activations (neither a constant) of one shape, in order: the ADDs a
+    backend's own kernel may take (``binary_lowering``'s ``own_first``). Read once per graph."""
+    if graph not in _ADDS:
+        adds = []
         for binding in graph.bindings:
             if not is_call_to(binding.value, "relax.add"):
                 continue
@@ -31,11 +44,10 @@ def computed_add_elements(graph: Graph) -> tuple[int, ...]:
             if any(source is None or graph.constant(source) is not None or str(source.ty.dtype) != "int8"
                    for source in sources):
                 continue
-            shapes = [[int(d) for d in source.ty.shape] for source in sources]
-            if shapes[0] == shapes[1]:
-                elements.append(elements_of(binding.value))
-        _ELEMENTS[graph] = tuple(elements)
-    return _ELEMENTS[graph]
+            if [int(d) for d in sources[0].ty.shape] == [int(d) for d in sources[1].ty.shape]:
+                adds.append((elements_of(binding.value), all(_elementwise_result(graph, s) for s in sources)))
+        _ADDS[graph] = tuple(adds)
+    return _ADDS[graph]
 
 
 def declined(*_operands, **_keywords) -> None:
@@ -47,8 +59,8 @@ def declined(*_operands, **_keywords) -> None:
 
 def own_add(ctx: LoweringContext) -> Optional[Callable[..., Optional[te.Tensor]]]:
     """The backend's own int8 ADD kernel (None: none) where the model's ADDs pay it (``LoweringContext.int8_add_pays``
-    of `computed_add_elements`), else `declined`."""
-    if ctx.int8_add is None or ctx.int8_add_pays is None or ctx.int8_add_pays(computed_add_elements(ctx.graph)):
+    of `computed_adds`), else `declined`."""
+    if ctx.int8_add is None or ctx.int8_add_pays is None or ctx.int8_add_pays(computed_adds(ctx.graph)):
         return ctx.int8_add
     return declined
 
