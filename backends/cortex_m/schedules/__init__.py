@@ -254,6 +254,7 @@ class HeliumMacSchedules(DualMacSchedules):
     # (keyword_scrambled 29,833 -> 32,158 instructions, where cortex-m4f's went 47,453 -> 44,194); MAX_POOL_2D's
     # taps by the maximum's Helium twin (16 lanes a VMAX)
     extern_calls = staticmethod(functools.partial(extern_helper_calls, state_shift=False, max_ops=HELIUM_MAX_OPS))
+    flatten_odd_pixel_rows = staticmethod(functools.partial(flatten_odd_pixel_rows, odd_only=False))
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_float_or_int_replacement))
     replacement = staticmethod(helium_replacement)
     channel_tiles = staticmethod(depthwise_channel_tiles)

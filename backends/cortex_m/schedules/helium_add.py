@@ -35,17 +35,20 @@ ADD_S8_OP = "tvm_ext.add_s8"
 # kernel's own tables).
 ADD_S8_ACCESS = HelperAccess(tuple(PointerAccess(k, (Axis(Arg(3), 1),)) for k in range(3)))
 register_mac_helper(ADD_S8_OP, add_s8_helper_name, ADD_S8_ACCESS)
-ADD_S8_TABLES_OP = "tvm_ext.add_s8_tables"
-# The call (values, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift, out_shift):
-# values[k] for k < TABLE_VALUES (OPERAND_VALUES where an operand is halved), the kernel's own buffer (no parameter).
-register_mac_helper(ADD_S8_TABLES_OP, add_s8_tables_helper_name)
-
 TABLE_VALUES = 512
 """The int32 values of the helper's tables (two operands' 256): the kernel's scratch, where no operand is halved."""
 OPERAND_VALUES = 256
 """The int32 values of one operand's table: the kernel's scratch where an operand is halved (`halved_operand`:
 the helper tables the other alone), an arena buffer of 1,024 B, not 2,048 B, at the kernel's call (tcn_49x40_c44 on
 cortex-m55: each residual ADD's 2,048 B were live beside its two operands and its output)."""
+ADD_S8_TABLES_OPS = {values: f"tvm_ext.add_s8_tables{values}" for values in (TABLE_VALUES, OPERAND_VALUES)}
+"""The tables' call per count of values it writes, one helper: (values, a_offset, b_offset, left_shift, a_multiplier,
+a_shift, b_multiplier, b_shift, out_shift) writes values[k] for k < TABLE_VALUES (OPERAND_VALUES where an operand is
+halved), the kernel's own buffer (no parameter). Its access registered, its int32 arguments are values
+(`tvm_ext.transform.share_constant_variants.helper_value_arguments`), so ADD kernels of one shape differing in their
+quantization may share one kernel."""
+for _values, _op in ADD_S8_TABLES_OPS.items():
+    register_mac_helper(_op, add_s8_tables_helper_name, HelperAccess((PointerAccess(0, (Axis(_values, 1),)),)))
 
 
 def halved_operand(params: Any) -> bool:
@@ -132,8 +135,8 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
         *params.output, int(output_zero_point), max(int(activation.low), -128), min(int(activation.high), 127)))
 
     def build(ins, outs):
-        values = tirx.decl_buffer((OPERAND_VALUES if halved_operand(params) else TABLE_VALUES,), "int32",
-                                  name="add_tables")
+        table_values = OPERAND_VALUES if halved_operand(params) else TABLE_VALUES
+        values = tirx.decl_buffer((table_values,), "int32", name="add_tables")
         index = str(outs[0].shape[0].ty.dtype)
 
 
@@ -145,7 +148,8 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
                 tirx.const(length, "int32"), tables, *operands, *output))
 
         runs, rest = divmod(count, RUN)
-        steps = [tirx.Evaluate(tirx.call_intrin("int32", ADD_S8_TABLES_OP, tables, *operands, output[1]))]
+        steps = [tirx.Evaluate(tirx.call_intrin("int32", ADD_S8_TABLES_OPS[table_values], tables, *operands,
+                                                output[1]))]
         if runs:
             r = tirx.Var("r", index)
             steps.append(tirx.For(r, tirx.const(0, index), tirx.const(runs, index), tirx.ForKind.SERIAL,
