@@ -9,10 +9,10 @@ compute TFLite's AddElementwise with its double rounding, bit for bit (the helpe
 pair of int8 operands). Where the
 helper's contract does not hold (broadcast operands, single rounding, an int16 ADD, parameters outside its
 ranges), `helium_add_int8` gives None and the lowering keeps the generic kernel. The helpers are one out-of-line
-copy per bundle (~760 B), priced per model (`helium_adds_pay`, `backends.backend.KernelSchedules.int8_add_pays`):
-a model whose ADDs are few and small (a small ViT's residual and layer-norm ADDs of 720-1,296 elements) keeps the
-generic kernel for every one (vit2h_d30_b1_24x16_tanh_int8 on cortex-m55: code 8,224 -> 6,160 B, weights 20,392 ->
-20,524 B, 530,747 -> 620,339 instructions; vit3h_d36_b2_20_int8: 10,496 -> 7,496 B, 911,455 -> 1,088,042).
+copy per bundle (~600 B), priced per model (`helium_adds_pay`, `backends.backend.KernelSchedules.int8_add_pays`):
+a model whose ADDs are few and small (a small ViT's layer-norm and residual ADDs of 720-1,296 elements) keeps the
+generic kernel for every one, which fuses into the layer norm's kernel (vit2h_d30_b1_24x16_tanh_int8 on cortex-m55:
+code 7,620 -> 6,344 B, 428,129 -> 516,915 instructions).
 """
 
 from __future__ import annotations
@@ -70,36 +70,41 @@ more: an unrolled GRU's 64-element gate sums fuse with their SPLIT, LOGISTIC and
 GRU(64) over 49 steps on cortex-m55: 755,096 -> 719,351 instructions, code 95,892 -> 46,324 B, 442 -> 148
 kernels)."""
 
-HELPERS_CODE_BYTES = 760
-"""The code of the helpers' one copy per bundle, `<prefix>_add_s8_tables` and `<prefix>_add_s8`, at the most
-(cortex-m55: 520 B and 216-268 B; ~290 B together where every ADD halves an operand, `halved_operand`)."""
-SPLIT_CODE_BYTES = 330
+HELPERS_CODE_BYTES = 604
+"""The code of the helpers' one copy per bundle, `<prefix>_add_s8_tables` and `<prefix>_add_s8` (cortex-m55: 336 B and
+268 B)."""
+GENERIC_KERNEL_EXTRA_BYTES = 50
+"""The code the generic ADD's kernel takes more than the helper's calls, per kernel (ADDs of one shape share one
+either way, `tvm_ext.transform.share_constant_variants`; cortex-m55 mobilenet_v3s_min_050_80_int8: 158-168 B against
+102-176 B)."""
+SPLIT_CODE_BYTES = 220
 """The code an ADD of two elementwise kernels' results costs in the helper's calls, bytes: the generic ADD fuses with
-both into one kernel, the helper's kernel leaves them two (cortex-m55, vit_tiny_16_int8's layer norms: one kernel of
-~350 B against 152 + 108 + 184 + 108 B)."""
-SAVED_PER_ELEMENT = 12.0
-"""The instructions the helper saves per output element over the generic ADD's own kernel, its tables aside
-(cortex-m55, vit_tiny_16_int8's residual ADDs of 3,072 elements: 46,870 -> 10,305 instructions)."""
-SAVED_PER_FUSED_ELEMENT = 17.5
-"""The same over the generic ADD fused with the elementwise kernels of both its operands (cortex-m55,
-vit_tiny_16_int8's layer norms of 3,072 elements: 189,479 -> 136,257 instructions)."""
-TABLE_INSTRUCTIONS = 850
-"""The instructions of the tables' call of each ADD (cortex-m55: an ADD of 720 elements 3,070, of 3,072 10,310)."""
+both into one kernel, the helper's calls leave them two (cortex-m55, a layer norm's: vit3h_d36_b2_20_int8 219,
+vit2h_d30_b1_24x16_tanh_int8 257, vit_tiny_16_int8 89, where its three layer norms' pieces share kernels)."""
+SAVED_PER_ELEMENT = 12.5
+"""The instructions the helper saves per output element over the generic ADD's own kernel, its tables' call included
+(cortex-m55, ADDs of 320-4,096 elements: 9.9-15.0, mobilenet_v2_050_64_int8's of 4,096 60,565 -> 14,359)."""
+SAVED_PER_FUSED_ELEMENT = 27.0
+"""The same over the generic ADD fused with the elementwise kernels of both its operands (cortex-m55, a layer norm's,
+the model's other ADDs at SAVED_PER_ELEMENT: vit3h_d36_b2_20_int8 29, vit2h_d30_b1_24x16_tanh_int8 25,
+vit_tiny_16_int8 18.5)."""
 
 
 def helium_adds_pay(adds: Sequence[tuple[int, bool]]) -> bool:
     """Whether the helper pays in a model whose int8 ADDs of two computed operands of one shape are ``adds``
     ((output elements, whether both operands are elementwise kernels' results) each): the instructions it saves on
-    those it takes (FEWEST_ELEMENTS or more: SAVED_PER_ELEMENT or SAVED_PER_FUSED_ELEMENT an element, less each
-    call's tables) at least the code it costs (its one copy; SPLIT_CODE_BYTES an ADD of elementwise results) at the
-    one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`). Measured on cortex-m55 against the generic
-    kernel for every ADD: mobilenet_v2_050_64_int8's ten residual ADDs of 320-4,096 elements 4,456,015 -> 4,573,374
-    instructions for 4 B more code (pays), mobilenet_v3s_min_050_80_int8's seven of 432-1,600 2,208,741 -> 2,274,233
-    for 1,116 B less (does not)."""
+    those it takes (FEWEST_ELEMENTS or more: SAVED_PER_ELEMENT or SAVED_PER_FUSED_ELEMENT an element) at least the
+    code it costs at the one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`): its one copy, and
+    SPLIT_CODE_BYTES an ADD of elementwise results, less GENERIC_KERNEL_EXTRA_BYTES a kernel of the others (one a
+    count of elements). Measured on cortex-m55, the generic kernel for every ADD against the helper:
+    vit2h_d30_b1_24x16_tanh_int8 (three layer norms' ADDs of 720 elements, three others) 1,276 B less code for
+    88,786 instructions more (does not pay), vit3h_d36_b2_20_int8 (five layer norms' of 900, four others) 1,648 B
+    for 175,350 (pays, narrowly), mobilenet_v3s_min_050_80_int8 (seven residual ADDs of 432-1,600) 404 B for 64,580
+    (pays)."""
     taken = [(count, fused) for count, fused in adds if count >= FEWEST_ELEMENTS]
-    saved = sum((SAVED_PER_FUSED_ELEMENT if fused else SAVED_PER_ELEMENT) * count - TABLE_INSTRUCTIONS
-                for count, fused in taken)
-    code = HELPERS_CODE_BYTES + SPLIT_CODE_BYTES * sum(fused for _, fused in taken)
+    saved = sum((SAVED_PER_FUSED_ELEMENT if fused else SAVED_PER_ELEMENT) * count for count, fused in taken)
+    code = HELPERS_CODE_BYTES + SPLIT_CODE_BYTES * sum(fused for _, fused in taken) \
+        - GENERIC_KERNEL_EXTRA_BYTES * len({count for count, fused in taken if not fused})
     return bool(taken) and saved >= code * INSTRUCTIONS_PER_BYTE
 
 
