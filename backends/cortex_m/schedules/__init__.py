@@ -363,7 +363,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on cores with the DSP
     extension (Helium's: the maximum's Helium twin) and PAD as copy runs on DSP cores without MVE (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
-    on cores with MVE where the model's ADDs pay it (`helium_add`, `helium_adds_pay`), and an int8 QLinearConv as Helium's (`helium_qlinear`); int8 SOFTMAX as one
+    on cores with MVE where the model's ADDs pay it (`helium_add`, `helium_adds_pay`), and an int8 QLinearConv as
+    Helium's (`helium_qlinear`); int8 SOFTMAX as one
     call of the softmax helper on cores with the DSP extension, MVE's too (`softmax_rows`); int8 BATCH_MATMUL as the
     batch matmul helper's calls on DSP cores without MVE and its Helium twin's on cores with MVE (`batch_matmul`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of

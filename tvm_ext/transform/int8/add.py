@@ -19,7 +19,7 @@ _ELEMENTWISE_OPS = frozenset({"relax.add", "relax.subtract", "relax.multiply"})
 _ADDS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[int, bool], ...]]" = weakref.WeakKeyDictionary()
 
 
-def _elementwise_result(graph: Graph, source) -> bool:
+def _elementwise_result(graph: Graph, source: relax.Expr) -> bool:
     """Whether the int8 activation ``source`` is the quantized result of an ADD, SUB or MUL of dequantized operands
     (``q(op(dq(a), dq(b)))``): an elementwise kernel's, with which a generic ADD reading it fuses (a layer norm's
     scaled input and its shifted mean: q(mul) + q(sub)); not a MAC layer's (its bias added to a product)."""
@@ -44,7 +44,8 @@ def computed_adds(graph: Graph) -> tuple[tuple[int, bool], ...]:
             if any(source is None or graph.constant(source) is not None or str(source.ty.dtype) != "int8"
                    for source in sources):
                 continue
-            if [int(d) for d in sources[0].ty.shape] == [int(d) for d in sources[1].ty.shape]:
+            shapes = [[getattr(d, "value", None) for d in source.ty.shape] for source in sources]
+            if None not in shapes[0] and shapes[0] == shapes[1]:
                 adds.append((elements_of(binding.value), all(_elementwise_result(graph, s) for s in sources)))
         _ADDS[graph] = tuple(adds)
     return _ADDS[graph]
