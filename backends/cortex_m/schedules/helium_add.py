@@ -73,10 +73,9 @@ kernels)."""
 HELPERS_CODE_BYTES = 604
 """The code of the helpers' one copy per bundle, `<prefix>_add_s8_tables` and `<prefix>_add_s8` (cortex-m55: 336 B and
 268 B)."""
-GENERIC_KERNEL_EXTRA_BYTES = 50
-"""The code the generic ADD's kernel takes more than the helper's calls, per kernel (ADDs of one shape share one
-either way, `tvm_ext.transform.share_constant_variants`; cortex-m55 mobilenet_v3s_min_050_80_int8: 158-168 B against
-102-176 B)."""
+GENERIC_KERNEL_EXTRA_BYTES = 80
+"""The code the generic ADD's own kernel takes more than the helper's calls, per ADD of the others (cortex-m55
+mobilenet_v2_050_64_int8: 164-192 B against 76-108 B a kernel)."""
 SPLIT_CODE_BYTES = 220
 """The code an ADD of two elementwise kernels' results costs in the helper's calls, bytes: the generic ADD fuses with
 both into one kernel, the helper's calls leave them two (cortex-m55, a layer norm's: vit3h_d36_b2_20_int8 219,
@@ -95,16 +94,16 @@ def helium_adds_pay(adds: Sequence[tuple[int, bool]]) -> bool:
     ((output elements, whether both operands are elementwise kernels' results) each): the instructions it saves on
     those it takes (FEWEST_ELEMENTS or more: SAVED_PER_ELEMENT or SAVED_PER_FUSED_ELEMENT an element) at least the
     code it costs at the one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`): its one copy, and
-    SPLIT_CODE_BYTES an ADD of elementwise results, less GENERIC_KERNEL_EXTRA_BYTES a kernel of the others (one a
-    count of elements). Measured on cortex-m55, the generic kernel for every ADD against the helper:
+    SPLIT_CODE_BYTES an ADD of elementwise results, less GENERIC_KERNEL_EXTRA_BYTES an ADD of the others.
+    Measured on cortex-m55, the generic kernel for every ADD against the helper:
     vit2h_d30_b1_24x16_tanh_int8 (three layer norms' ADDs of 720 elements, three others) 1,276 B less code for
     88,786 instructions more (does not pay), vit3h_d36_b2_20_int8 (five layer norms' of 900, four others) 1,648 B
     for 175,350 (pays, narrowly), mobilenet_v3s_min_050_80_int8 (seven residual ADDs of 432-1,600) 404 B for 64,580
-    (pays)."""
+    (pays), mobilenet_v3s_055_64_int8 (seed 59; five of 384-1,024) 92 B for 33,129 (pays)."""
     taken = [(count, fused) for count, fused in adds if count >= FEWEST_ELEMENTS]
     saved = sum((SAVED_PER_FUSED_ELEMENT if fused else SAVED_PER_ELEMENT) * count for count, fused in taken)
     code = HELPERS_CODE_BYTES + SPLIT_CODE_BYTES * sum(fused for _, fused in taken) \
-        - GENERIC_KERNEL_EXTRA_BYTES * len({count for count, fused in taken if not fused})
+        - GENERIC_KERNEL_EXTRA_BYTES * sum(not fused for _, fused in taken)
     return bool(taken) and saved >= code * INSTRUCTIONS_PER_BYTE
 
 

@@ -95,6 +95,7 @@ def test_helium_adds_pay_per_model():
     assert helium_adds_pay([(900, True), (900, False)] * 4 + [(900, True)])  # vit3h_d36_b2_20_int8: 1,648 B, 175,350
     mobilenet_v3s = [(1600, False)] + [(600, False)] * 4 + [(432, False)] * 2
     assert helium_adds_pay(mobilenet_v3s)  # 404 B for 64,580
+    assert helium_adds_pay([(1024, False)] + [(384, False)] * 4 + [(224, False)] * 2)  # seed 59's: 92 B for 33,129
     assert helium_adds_pay([(4096, False), (1024, False), (1024, False), (512, False), (512, False), (512, False),
                             (768, False), (768, False), (320, False), (320, False)])  # mobilenet_v2_050_64_int8
     assert not helium_adds_pay([(FEWEST_ELEMENTS - 1, False)] * 1000)  # below the helper's fewest elements: none taken
