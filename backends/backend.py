@@ -131,7 +131,10 @@ class Backend:
     library that defines those helpers in a bundle for `profile`, with the same names and contracts and the
     bodies of the profile's core (TFLite Micro's per-target kernel override; None: `helper_library` on every
     core), and `rounding_forms`: the `packager.fixed_point_c` helpers its bundles define in a form of their own
-    (a rounding -> its form, one of that module's FORMS: the same C name, contract and results)."""
+    (a rounding -> its form, one of that module's FORMS: the same C name, contract and results), and
+    `weights_block`: whether a one-model bundle stores its weights as the members of one struct, which the run
+    function addresses from one base pointer (`packager.weights_block`: for an instruction set that builds each
+    array's address in 8 B, as RISC-V's auipc+addi)."""
 
     name: str
     helper_library: Optional[HelperLibrary]
@@ -139,6 +142,7 @@ class Backend:
     kind_targets: Callable[[Profile], Optional[Mapping[KernelKind, float]]]
     helpers_of: Optional[Callable[[Profile], HelperLibrary]] = None
     rounding_forms: Mapping[str, str] = field(default_factory=dict, compare=False)
+    weights_block: bool = False
 
     def bundle_helper_libraries(self, profile: Profile, called: tuple[HelperLibrary, ...]
                                 ) -> tuple[HelperLibrary, ...]:
