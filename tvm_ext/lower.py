@@ -31,7 +31,7 @@ from tvm_ext.layers import (
     ORIGINAL_VAR_NAMES_ATTR,
     keeping_layers,
 )
-from tvm_ext.plan.macs import with_mac_counts
+from tvm_ext.plan.macs import mac_count_of, with_mac_counts
 from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from tvm_ext.transform import (
@@ -194,11 +194,16 @@ class ScheduleKernels:
         schedules = kernel_schedules_of(self.profile)
         onnxruntime_products = ONNX_QUANTIZATION_ATTR in (mod["main"].attrs or {})
 
+        def float_tiles(func: tirx.PrimFunc) -> tuple[int, ...]:
+            """The float tiles ``func`` tries: one accumulator (a tile of 1) below the backend's
+            `KernelSchedules.float_tile_min_macs` (its MACs of one call, CountMacs), else the backend's."""
+            return (1,) if mac_count_of(func) < schedules.float_tile_min_macs else schedules.float_channel_tiles
+
         def schedule(func: tirx.PrimFunc, mac) -> tirx.PrimFunc:
             """``func`` scheduled with the MAC schedules ``mac``."""
             # A quantized ONNX model's float convolutions sum as MLAS's im2col: (channel, row, column).
             ordered = func if onnxruntime_products else taps_row_first(func)
-            func = inline_intermediates(ordered, schedules.output_channel_tile, mac, schedules.float_channel_tiles)
+            func = inline_intermediates(ordered, schedules.output_channel_tile, mac, float_tiles(func))
             return (func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, mlas_block_taps(ordered))
                     if onnxruntime_products else func)
 
