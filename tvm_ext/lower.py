@@ -29,6 +29,7 @@ from tvm_ext.layers import (
     LOWERED_FOR_ATTR,
     ONNX_QUANTIZATION_ATTR,
     ORIGINAL_VAR_NAMES_ATTR,
+    PLAIN_MAC_KERNELS_ATTR,
     keeping_layers,
 )
 from tvm_ext.plan.macs import mac_count_of, with_mac_counts
@@ -193,6 +194,7 @@ class ScheduleKernels:
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         schedules = kernel_schedules_of(self.profile)
         onnxruntime_products = ONNX_QUANTIZATION_ATTR in (mod["main"].attrs or {})
+        plain = PLAIN_MAC_KERNELS_ATTR in (mod["main"].attrs or {})
 
         def float_tiles(func: tirx.PrimFunc) -> tuple[int, ...]:
             """The float tiles ``func`` tries: one accumulator (a tile of 1) below the backend's
@@ -200,10 +202,14 @@ class ScheduleKernels:
             return (1,) if mac_count_of(func) < schedules.float_tile_min_macs else schedules.float_channel_tiles
 
         def schedule(func: tirx.PrimFunc, mac) -> tirx.PrimFunc:
-            """``func`` scheduled with the MAC schedules ``mac``."""
+            """``func`` scheduled with the MAC schedules ``mac`` (a MAC kernel of a model marked
+            PLAIN_MAC_KERNELS_ATTR: with one accumulator and no helper)."""
             # A quantized ONNX model's float convolutions sum as MLAS's im2col: (channel, row, column).
             ordered = func if onnxruntime_products else taps_row_first(func)
-            func = inline_intermediates(ordered, schedules.output_channel_tile, mac, float_tiles(func))
+            if plain and mac_count_of(func) > 0:
+                func = inline_intermediates(ordered, 1, None, (1,))
+            else:
+                func = inline_intermediates(ordered, schedules.output_channel_tile, mac, float_tiles(func))
             return (func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, mlas_block_taps(ordered))
                     if onnxruntime_products else func)
 

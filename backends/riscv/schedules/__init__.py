@@ -84,6 +84,18 @@ SUM_TILE_MIN_STEPS = SUM_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / SUM_TILE_SAVE
 pay the tile's code at the schedules' one price of code."""
 
 
+HELPER_CODE_BYTES = 406
+"""The code of the smallest MAC helper's one copy in a bundle, bytes (rv32imc hello_world_int8: `mac_s8x8_pairs`, out
+of line, which its two 16-unit layers shared)."""
+PLAIN_LOST_PER_MAC = 3.6
+"""The instructions an int8 MAC takes more in TVM's loop nest with one accumulator than through the MAC helpers, at
+the most (hello_world_int8's 16-unit layer of 256 MACs: 1,247 -> 2,167 instructions; its 16-MAC one 636 -> 372)."""
+HELPER_MIN_MACS = int(HELPER_CODE_BYTES * INSTRUCTIONS_PER_BYTE / PLAIN_LOST_PER_MAC)
+"""The fewest MACs of one inference at which a quantized model's MAC kernels take the helpers
+(`KernelSchedules.helper_min_macs`): below, all its MACs cannot save what one helper's copy costs at the one price of
+code."""
+
+
 FLOAT_TILE_CODE_BYTES = 250
 """The code a float MAC kernel's tile of MAC_CHANNELS accumulators adds on a core without an FPU, at the least (rv32imc
 hello_world_float's 16-unit layers: 352 -> 108 B and 392 -> 128 B with one accumulator)."""
@@ -272,6 +284,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     weights in flash (kws_lstm32_61x13's 13 inputs: 384 B for 246 B of code and 27 % of the instructions).
     The bundle's per-tensor FULLY_CONNECTED layers call the shared row helper only where its one copy pays
     (`riscv_bundle_choice`, `fc_rows_price`), else each keeps its own loop over its channel tiles.
+    A quantized model of fewer than HELPER_MIN_MACS MACs keeps TVM's loop nests, no helper (rv32imc hello_world_int8:
+    code 918 -> 412 B, weights 660 -> 388 B without paired weights, 2,057 -> 2,713 instructions).
     On a core without an FPU a float MAC kernel of fewer than FLOAT_TILE_MIN_MACS MACs a call keeps one accumulator
     (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
@@ -279,4 +293,5 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
                            bundle_choice=riscv_bundle_choice,
+                           helper_min_macs=HELPER_MIN_MACS,
                            float_tile_min_macs=0 if profile.hardware_float else FLOAT_TILE_MIN_MACS)
