@@ -178,8 +178,10 @@ class _MainRewriter:
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
         choices = _backend_choices(options.schedules)
-        # a model of fewer MACs than the backend's MAC helpers pay for: plain MAC kernels, no paired weights
-        self.plain = options.schedules is not None and graph_macs(mod) < options.schedules.helper_min_macs
+        # a model of fewer MACs than the backend's MAC helpers pay for: plain MAC kernels, no paired weights (a model
+        # whose MACs are not all counted never)
+        macs = graph_macs(mod) if options.schedules is not None and options.schedules.helper_min_macs else None
+        self.plain = macs is not None and macs < options.schedules.helper_min_macs
         if self.plain:
             choices["paired_weights"] = False
         if options.flash_bytes is not None:
