@@ -242,10 +242,11 @@ class KernelSchedules:
     mac: Optional[MacSchedules]
     paired_weights: bool = False
     helper_min_macs: int = 0
-    """The fewest MACs of one inference (the model's, `tvm_ext.plan.macs.graph_macs`) at which a quantized model's MAC
-    kernels take `paired_weights`, their tiles and the MAC helpers: below, each is TVM's loop nest with one
+    """The fewest MACs of one inference (the model's, `tvm_ext.transform.int8.graph_macs`) at which a quantized
+    model's MAC kernels take `paired_weights`, their tiles and the MAC helpers: below, each is TVM's loop nest with one
     accumulator and no helper (`tvm_ext.layers.PLAIN_MAC_KERNELS_ATTR`), where even one helper's copy costs more code
-    than all its MACs save pay at the one price of code. 0: always the helpers."""
+    than all its MACs save pay at the one price of code. 0: always the helpers (and a model whose MACs
+    `graph_macs` does not count)."""
     float_tile_min_macs: int = 0
     """The fewest MACs of one call (the kernel's count, `tvm_ext.plan.macs`) at which a float MAC kernel takes a tile
     of accumulators (`float_channel_tiles`, or the integer tile); below, one accumulator (`tvm_ext.lower`'s

@@ -15,11 +15,8 @@ the MACS_ATTR attribute (read by extract_plan into the plan).
 
 from __future__ import annotations
 
-import math
-from typing import Optional
-
 import tvm
-from tvm import ir, relax, s_tir, tirx
+from tvm import ir, s_tir, tirx
 from tvm.ir.prim import expr as prim
 
 from tvm_ext.layers import DECLARED_MACS_ATTR, MACS_ATTR
@@ -85,39 +82,3 @@ def _is_product(expr) -> bool:
     while isinstance(expr, prim.Cast):
         expr = expr.value
     return isinstance(expr, prim.Mul)
-
-
-def graph_macs(mod: tvm.IRModule) -> Optional[int]:
-    """The MACs of one inference of `mod`'s main as the frontend leaves it (before the int8 lowering): each
-    `relax.nn.conv2d`'s output elements times its products per output (a depthwise one's window alone), each
-    `relax.matmul`'s output elements times its inputs' common length, and each kernel the frontend wrote itself
-    (a `call_tir` of one of `mod`'s PrimFuncs: `count_macs`), once per call; None where main calls an operator
-    whose MACs it does not count (_UNCOUNTED: a recurrent cell's or an SVDF's packed call, another convolution)."""
-    macs = 0
-    for block in mod["main"].body.blocks:
-        for binding in block.bindings:
-            value = binding.value
-            if not isinstance(value, relax.Call):
-                continue
-            if isinstance(value.op, ir.Op) and value.op.name in _UNCOUNTED:
-                return None
-            if not isinstance(binding.var.ty, relax.TensorType):
-                continue
-            out = math.prod(int(d) for d in binding.var.ty.shape.values)
-            if value.op.same_as(_CONV2D):
-                weight = [int(d) for d in value.args[1].ty.shape.values]
-                macs += out * math.prod(weight) // weight[str(value.attrs.kernel_layout).index("O")]
-            elif value.op.same_as(_MATMUL):
-                macs += out * int(value.args[0].ty.shape.values[-1])
-            elif value.op.same_as(_CALL_TIR) and isinstance(mod[value.args[0]], tirx.PrimFunc):
-                macs += count_macs(mod[value.args[0]])
-    return macs
-
-
-_CONV2D = ir.Op.get("relax.nn.conv2d")
-_MATMUL = ir.Op.get("relax.matmul")
-_CALL_TIR = ir.Op.get("relax.call_tir")
-_UNCOUNTED = frozenset({"relax.call_dps_packed", "relax.call_packed", "relax.nn.conv1d", "relax.nn.conv3d",
-                        "relax.nn.conv1d_transpose", "relax.nn.conv2d_transpose", "relax.nn.attention",
-                        "relax.einsum", "relax.linear"})
-"""Main's operators whose MACs `graph_macs` does not count."""

@@ -39,10 +39,10 @@ from ..frontend.tflite_ops.quantized import QUANTIZED_MODEL_ATTR
 from ..kernels import Rounding
 from ..layers import (FALLBACK_ATTR, ONNX_QUANTIZATION_ATTR, PLAIN_MAC_KERNELS_ATTR, LayerRecord, bindings_of,
                       constant_bytes, with_layers)
-from ..plan.macs import graph_macs
 from ..model_check.operator_support import TFLITE_16X8_OPS
 from .int8 import LOWERINGS, edges, onnx_qlinear
 from .int8.emit import KernelEmitter
+from .int8.graph_macs import graph_macs
 from .int8.graph import Graph, describe, is_call_to
 from .int8.lowering import FlashBudget, LoweringContext, Mismatch, Site
 
@@ -180,7 +180,7 @@ class _MainRewriter:
         choices = _backend_choices(options.schedules)
         # a model of fewer MACs than the backend's MAC helpers pay for: plain MAC kernels, no paired weights (a model
         # whose MACs are not all counted never)
-        macs = graph_macs(mod) if options.schedules is not None and options.schedules.helper_min_macs else None
+        macs = graph_macs(func) if options.schedules is not None and options.schedules.helper_min_macs else None
         self.plain = macs is not None and macs < options.schedules.helper_min_macs
         if self.plain:
             choices["paired_weights"] = False
