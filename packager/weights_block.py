@@ -8,10 +8,11 @@ is that register plus the member's offset: one `addi` (4 B) within 2 KiB of an a
 holds, a shared upper part beyond (kws_gru_40x16_int8 on rv32imc, 602 weight pointers in 121 calls: run
 function 6,758 -> 4,846 B before the linker's relaxation of the calls).
 
-Layout: the members in `ExecutionPlan.constants()` order, each starting at a multiple of the bundle's
-`alignment` bytes from the struct's start (explicit `uint8_t` padding members, so that the layout needs no
-member attribute of any compiler), the struct object itself `<M>_ALIGNED(alignment)`: every weight is aligned as
-its own array was. Each member has its tensor's name (`l3_weights`), a valid C identifier (the plan's contract).
+Layout: the members in `ExecutionPlan.constants()` order, each starting at a multiple of MEMBER_ALIGNMENT_BYTES
+from the struct's start (explicit `uint8_t` padding members, so that the layout needs no member attribute of any
+compiler; a type of larger alignment, int64, gets the compiler's own padding too), the struct object itself
+`<M>_ALIGNED(alignment)`, the bundle's alignment. Each member has its tensor's name (`l3_weights`), a valid C
+identifier (the plan's contract).
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ from packager.c_text import array_body, comment
 from packager.c_types import c_type_of
 
 
+MEMBER_ALIGNMENT_BYTES = 4
+"""The alignment of each member, bytes: a word, what RV32's kernels and helpers need of a weight (word loads; no
+helper assumes more than `__builtin_assume_aligned(w, 4)`: `tvm_ext.transform.contiguous_views.READ_ALIGNMENT_BYTES`'
+note), where separate arrays each took the profile's `alignment_bytes` (16 on rv32imc: kws_gru_40x16_int8's 350
+arrays had 891 B of padding at 16). A backend whose kernels need more of a weight asks for no block
+(`backends.backend.Backend.weights_block`)."""
+
+
 @dataclass(frozen=True)
 class BlockMember:
     """One weight member of the struct (`tensor`) and the padding bytes after it (0: none; the last has none)."""
@@ -33,10 +42,10 @@ class BlockMember:
     padding_after: int
 
 
-def block_members(plan: ExecutionPlan, alignment: int) -> list[BlockMember]:
-    """The struct's weight members in order, each padded to start `alignment` bytes after a multiple of it."""
+def block_members(plan: ExecutionPlan) -> list[BlockMember]:
+    """The struct's weight members in order, each padded to start at a multiple of MEMBER_ALIGNMENT_BYTES."""
     constants = plan.constants()
-    return [BlockMember(tensor, 0 if index == len(constants) - 1 else -tensor.nbytes % alignment)
+    return [BlockMember(tensor, 0 if index == len(constants) - 1 else -tensor.nbytes % MEMBER_ALIGNMENT_BYTES)
             for index, tensor in enumerate(constants)]
 
 
@@ -54,11 +63,11 @@ def block_declaration(plan: ExecutionPlan, alignment: int) -> list[str]:
     """The internal header's lines: the struct type and the extern declaration of its one object; no lines for
     a model without weights (nothing to address)."""
     m = plan.model
-    members = block_members(plan, alignment)
+    members = block_members(plan)
     if not members:
         return []
-    lines = [f"/* Weights (const: they stay in flash): one struct, each member {alignment}-byte aligned "
-             "(packager.weights_block). */",
+    lines = [f"/* Weights (const: they stay in flash): one struct, {alignment}-byte aligned, each member "
+             f"{MEMBER_ALIGNMENT_BYTES}-byte (packager.weights_block). */",
              f"struct {struct_tag(m)} {{"]
     for index, member in enumerate(members):
         tensor = member.tensor
@@ -72,7 +81,7 @@ def block_definition(M: str, plan: ExecutionPlan, constants: dict[str, np.ndarra
     """The weights file's definition of the one object: each member's values after a comment with the layers
     reading it, its type and shape (`M`: the model's macro prefix, for `<M>_ALIGNED`)."""
     m = plan.model
-    members = block_members(plan, alignment)
+    members = block_members(plan)
     if not members:
         return []
     lines = [f"{M}_ALIGNED({alignment}) const struct {struct_tag(m)} {object_symbol(m)} = {{"]
