@@ -197,9 +197,11 @@ class ScheduleKernels:
         plain = PLAIN_MAC_KERNELS_ATTR in (mod["main"].attrs or {})
 
         def float_tiles(func: tirx.PrimFunc) -> tuple[int, ...]:
-            """The float tiles ``func`` tries: one accumulator (a tile of 1) below the backend's
-            `KernelSchedules.float_tile_min_macs` (its MACs of one call, CountMacs), else the backend's."""
-            return (1,) if mac_count_of(func) < schedules.float_tile_min_macs else schedules.float_channel_tiles
+            """The float tiles ``func`` tries: one accumulator (a tile of 1) for a MAC kernel below the backend's
+            `KernelSchedules.float_tile_min_macs` (its MACs of one call, CountMacs), else the backend's (a kernel
+            without MACs too: a pool's or a mean's sums keep their tile)."""
+            macs = mac_count_of(func)
+            return (1,) if 0 < macs < schedules.float_tile_min_macs else schedules.float_channel_tiles
 
         def schedule(func: tirx.PrimFunc, mac) -> tirx.PrimFunc:
             """``func`` scheduled with the MAC schedules ``mac`` (a MAC kernel of a model marked
