@@ -99,10 +99,11 @@ code."""
 FLOAT_TILE_CODE_BYTES = 250
 """The code a float MAC kernel's tile of MAC_CHANNELS accumulators adds on a core without an FPU, at the least (rv32imc
 hello_world_float's 16-unit layers: 352 -> 108 B and 392 -> 128 B with one accumulator)."""
-FLOAT_UNTILED_LOST_PER_MAC = 2.25
-"""The instructions a float MAC takes more with one accumulator than in the tile on such a core, at the most (the
-same layers: 4,035 -> 3,976 instructions over 16 MACs, 38,178 -> 38,752 over 256; each MAC is two library calls of
-some 70 instructions either way)."""
+FLOAT_UNTILED_LOST_PER_MAC = 8.7
+"""The instructions a float MAC takes more with one accumulator than in the tile on such a core, at the most: a
+strided 3x3 depthwise convolution's (rv32imc vww_96_float's 3x3x128 one, 10,368 MACs: 1,367,912 -> 1,458,378), where
+a FULLY_CONNECTED's lose 2.25 (hello_world_float's 16-unit layers: 4,035 -> 3,976 instructions over 16 MACs, 38,178 ->
+38,752 over 256; each MAC is two library calls of some 70 instructions either way)."""
 FLOAT_TILE_MIN_MACS = int(FLOAT_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FLOAT_UNTILED_LOST_PER_MAC)
 """The fewest MACs of one call at which a float MAC kernel takes the tile on a core without an FPU
 (`KernelSchedules.float_tile_min_macs`): where the instructions it saves pay its code at the one price of code."""
