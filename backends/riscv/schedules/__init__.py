@@ -90,6 +90,31 @@ SUM_TILE_MIN_STEPS = SUM_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / SUM_TILE_SAVE
 pay the tile's code at the schedules' one price of code."""
 
 
+HELPER_CODE_BYTES = 406
+"""The code of the smallest MAC helper's one copy in a bundle, bytes (rv32imc hello_world_int8: `mac_s8x8_pairs`, out
+of line, which its two 16-unit layers shared)."""
+PLAIN_LOST_PER_MAC = 3.6
+"""The instructions an int8 MAC takes more in TVM's loop nest with one accumulator than through the MAC helpers, at
+the most (hello_world_int8's 16-unit layer of 256 MACs: 1,247 -> 2,167 instructions; its 16-MAC one 636 -> 372)."""
+HELPER_MIN_MACS = int(HELPER_CODE_BYTES * INSTRUCTIONS_PER_BYTE / PLAIN_LOST_PER_MAC)
+"""The fewest MACs of one inference at which a quantized model's MAC kernels take the helpers
+(`KernelSchedules.helper_min_macs`): below, all its MACs cannot save what one helper's copy costs at the one price of
+code."""
+
+
+FLOAT_TILE_CODE_BYTES = 250
+"""The code a float MAC kernel's tile of MAC_CHANNELS accumulators adds on a core without an FPU, at the least (rv32imc
+hello_world_float's 16-unit layers: 352 -> 108 B and 392 -> 128 B with one accumulator)."""
+FLOAT_UNTILED_LOST_PER_MAC = 8.7
+"""The instructions a float MAC takes more with one accumulator than in the tile on such a core, at the most: a
+strided 3x3 depthwise convolution's (rv32imc vww_96_float's 3x3x128 one, 10,368 MACs: 1,367,912 -> 1,458,378), where
+a FULLY_CONNECTED's lose 2.25 (hello_world_float's 16-unit layers: 4,035 -> 3,976 instructions over 16 MACs, 38,178 ->
+38,752 over 256; each MAC is two library calls of some 70 instructions either way)."""
+FLOAT_TILE_MIN_MACS = int(FLOAT_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FLOAT_UNTILED_LOST_PER_MAC)
+"""The fewest MACs of one call at which a float MAC kernel takes the tile on a core without an FPU
+(`KernelSchedules.float_tile_min_macs`): where the instructions it saves pay its code at the one price of code."""
+
+
 UNIT_ROWS_CODE_SAVED = 220
 """The code an SVDF's time product in unit rows (`tvm_ext.kernels.svdf.svdf_output_rows`: one scalar row loop into
 one accumulator per unit) saves against the TE compute's tile of eight unrolled sums, at the least (rv32imc
@@ -274,9 +299,15 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`templates/mac_s8x4_interleaved.h.in` has the figures); an input or unit count not whole groups pays zero
     weights in flash (kws_lstm32_61x13's 13 inputs: 384 B for 246 B of code and 27 % of the instructions).
     The bundle's per-tensor FULLY_CONNECTED layers call the shared row helper only where its one copy pays
-    (`riscv_bundle_choice`, `fc_rows_price`), else each keeps its own loop over its channel tiles."""
+    (`riscv_bundle_choice`, `fc_rows_price`), else each keeps its own loop over its channel tiles.
+    A quantized model of fewer than HELPER_MIN_MACS MACs keeps TVM's loop nests, no helper (rv32imc hello_world_int8:
+    code 918 -> 412 B, weights 660 -> 388 B without paired weights, 2,057 -> 2,713 instructions).
+    On a core without an FPU a float MAC kernel of fewer than FLOAT_TILE_MIN_MACS MACs a call keeps one accumulator
+    (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
-                           bundle_choice=riscv_bundle_choice)
+                           bundle_choice=riscv_bundle_choice,
+                           helper_min_macs=HELPER_MIN_MACS,
+                           float_tile_min_macs=0 if profile.hardware_float else FLOAT_TILE_MIN_MACS)
