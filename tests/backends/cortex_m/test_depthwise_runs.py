@@ -18,6 +18,7 @@ self-test under QEMU compares every output with TFLite Micro's.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from c_checks import stack_array_bytes  # noqa: E402
 from emulator.tools import missing_tools  # noqa: E402
 from test_dual_mac import bit_exact_on_cortex_m4f  # noqa: E402
 from tflite_builder import ModelBuilder, Options, Quantization, Tensor, build  # noqa: E402
@@ -132,6 +134,13 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
         - len(widened), kernels
     # the strips: each band 8 pixels of 42 channels over 3 rows (6 outputs, or 4 at dilation 2)
     assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 2, kernels
+    # the stack a --no-build compile counts bounds the one measured: the profile's bound for the frames + the
+    # largest arrays a kernel declares (a strip's band); the bound alone (1,024 B) was below the 1,160 B measured
+    headroom = json.loads((bundle.out_dir / "manifest.json").read_text())["headroom"]
+    arrays = stack_array_bytes(kernels)
+    assert headroom["stack_bound"]["kernel_arrays_bytes"] == max(arrays.values()), arrays
+    assert headroom["stack_source"] == "measured"
+    assert 1_024 < headroom["stack_bytes"] <= headroom["stack_bound"]["bytes"], headroom
 
 
 def test_pixel_tiles_band_is_the_widest_strip_within_its_stack_bound():
