@@ -159,3 +159,35 @@ def test_pixel_tiles_band_is_the_widest_strip_within_its_stack_bound():
                 assert 0 <= strip <= out_w
                 assert strip == 0 or band(strip, channels, kh, kw, dilation) <= BAND_BYTES
                 assert strip == out_w or band(strip + 1, channels, kh, kw, dilation) > BAND_BYTES
+
+
+def test_a_profile_s_kernel_stack_bytes_bound_every_form_s_band_and_phases():
+    """The kernel's local arrays (its band: rows, a strip or a window's copy; the runs' phases) stay within the
+    profile's `kernel_stack_bytes` (half each), which the profile passes down (`kernel_schedules`): a tight board's
+    smaller budget takes narrower strips and window chunks, or the generic kernel, never a larger band."""
+    from dataclasses import replace
+
+    from backends.cortex_m.schedules import kernel_schedules
+    from backends.cortex_m.schedules.depthwise_runs import _geometry, phase_bytes
+    from target import load_profile
+
+    tight = replace(load_profile("cortex-m4f"), kernel_stack_bytes=512)
+    schedules = kernel_schedules(tight)
+    assert schedules.few_channel_depthwise.keywords == schedules.depthwise_pixel_tiles.keywords == {"band_bytes": 256}
+    assert kernel_schedules(tight).few_channel_depthwise is schedules.few_channel_depthwise  # layers share kernels
+    forms = {}
+    for band_bytes in (256, 1024):
+        for case in RUNS + PIXELS + WINDOWS:
+            extents = [(k - 1) * case.dilation + 1 for k in case.kernel]
+            pads = [max(0, (o - 1) * s + e - n) for o, s, e, n in zip(case.output_size(), case.strides, extents,
+                                                                      case.size)] if case.padding == SAME else [0, 0]
+            padding = (pads[0] // 2, pads[1] // 2, pads[0] - pads[0] // 2, pads[1] - pads[1] // 2)
+            g = _geometry((*case.size, case.channels), case.kernel, case.strides, padding,
+                          (case.dilation, case.dilation), 4, band_bytes)
+            if g is None:
+                continue
+            band = g.kh * g.kw * g.window if g.window else g.kh * g.pitch
+            assert band <= band_bytes and phase_bytes(g.runs, g.kh * g.kw, 4) <= band_bytes, (case, g)
+            forms[band_bytes, case] = (g.runs > 0, g.strip, g.window)
+    assert len(forms) > len(RUNS + PIXELS + WINDOWS)  # most take a form on the tight board too
+    assert any(forms[256, case] != forms[1024, case] for _, case in forms if (256, case) in forms)
