@@ -262,11 +262,12 @@ class KernelSchedules:
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
     None where it does not fit that ADD (the generic kernel then)."""
-    int8_add_pays: Optional[Callable[[Sequence[tuple[int, bool]]], bool]] = None
-    """Whether `int8_add` pays in a model, given (output elements, whether both operands are elementwise kernels'
-    results, with which a generic ADD fuses) of each of its int8 ADDs of two computed operands of one shape (they
-    share the kernel's out-of-line helpers; `tvm_ext.transform.int8.add.computed_adds`): where not, every ADD of the
-    model takes the generic kernel; None: `int8_add` wherever it fits."""
+    int8_add_pays: Optional[Callable[[Sequence[Any]], bool]] = None
+    """Whether `int8_add` pays in a model, given each of its int8 ADDs of two computed operands of one shape (they
+    share the kernel's out-of-line helpers) as a `tvm_ext.transform.int8.add.ComputedAdd` (`computed_adds`: output
+    elements, whether both operands are elementwise kernels' results, with which a generic ADD fuses, TFLite's
+    multipliers and rounding, so the price counts only the ADDs `int8_add` takes): where not, every ADD of the model
+    takes the generic kernel; None: `int8_add` wherever it fits."""
     int8_add_values: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD and SUB of two computed operands of one shape from their rescaled values,
     doubled, tabled at compile time or an exact shift (`tvm_ext.transform.int8.binary.values_call`: operands lhs, rhs
