@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Protocol
 
+from backends.code_price import THUMB2_KERNEL_CODE, KernelCode
+
 if TYPE_CHECKING:  # annotations only: this module stays free of TVM, of the emulator and of the packager
     from tvm import s_tir, tirx
 
@@ -258,6 +260,9 @@ class KernelSchedules:
     """Whether a CONCATENATION's kernel copies a run of 3 bytes more than whole words with one byte more, which the
     copies after it overwrite (`tvm_ext.kernels.copy_runs.concatenate_runs`), for a core whose copy helper moves an
     unaligned word in one load and one store (a pixel of 3 channels one word, not a halfword and a byte)."""
+    kernel_code: KernelCode = THUMB2_KERNEL_CODE
+    """The core's estimate of a kernel's code from its TIR, for the price of kernels shared across their constants
+    (`tvm_ext.transform.share_constant_variants.kernel_bytes`)."""
     int8_add: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
