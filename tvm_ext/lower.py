@@ -217,7 +217,8 @@ class ScheduleKernels:
 def bundle_choice(choose, mod: tvm.IRModule, code: KernelCode = THUMB2_KERNEL_CODE) -> Optional[dict[str, object]]:
     """The MAC schedules per kernel (PrimFunc name) whose schedule the backend's choice for the whole bundle
     changes (``choose``: its `KernelSchedules.bundle_choice`), from `mod`'s kernels scheduled first and their calls,
-    each group of kernels tvm_ext.transform.share_constant_variants will share (`shared_groups` for `code`'s core) seen as its first
+    each group of kernels tvm_ext.transform.share_constant_variants will share for `code`'s core (`shared_groups`)
+    seen as its first
     kernel called by all their calls, as the one kernel it becomes, and its choice given to every member (so that
     they stay one kernel but for their constants); None where it changes none."""
     from tvm_ext.transform.share_constant_variants import shared_groups

@@ -401,7 +401,8 @@ def _calls(main: relax.Function):
                 yield binding
 
 
-def _paying_groups(mod: tvm.IRModule, code: KernelCode) -> tuple[list[tuple[Group, tirx.PrimFunc]], dict[str, tuple[int, ...]]]:
+def _paying_groups(mod: tvm.IRModule, code: KernelCode) \
+        -> tuple[list[tuple[Group, tirx.PrimFunc]], dict[str, tuple[int, ...]]]:
     """Each paying group of the kernels `main` calls (`constant_groups` of their inputs in first-read order,
     `in_first_read_order`, then of the kernels left with their index offsets too; `Group.pays` priced for all the
     calls of its members, their code estimated for the core of `code`: `kernel_bytes`) with its shared kernel
