@@ -218,9 +218,8 @@ def bundle_choice(choose, mod: tvm.IRModule, code: KernelCode = THUMB2_KERNEL_CO
     """The MAC schedules per kernel (PrimFunc name) whose schedule the backend's choice for the whole bundle
     changes (``choose``: its `KernelSchedules.bundle_choice`), from `mod`'s kernels scheduled first and their calls,
     each group of kernels tvm_ext.transform.share_constant_variants will share for `code`'s core (`shared_groups`)
-    seen as its first
-    kernel called by all their calls, as the one kernel it becomes, and its choice given to every member (so that
-    they stay one kernel but for their constants); None where it changes none."""
+    seen as its first kernel called by all their calls, as the one kernel it becomes, and its choice given to every
+    member (so that they stay one kernel but for their constants); None where it changes none."""
     from tvm_ext.transform.share_constant_variants import shared_groups
 
     first_of = {name: group[0] for group in shared_groups(mod, code) for name in group}
