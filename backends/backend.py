@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Protocol
 
+from backends.code_price import THUMB2_KERNEL_CODE, KernelCode
+
 if TYPE_CHECKING:  # annotations only: this module stays free of TVM, of the emulator and of the packager
     from tvm import s_tir, tirx
 
@@ -274,15 +276,19 @@ class KernelSchedules:
     """Whether a CONCATENATION's kernel copies a run of 3 bytes more than whole words with one byte more, which the
     copies after it overwrite (`tvm_ext.kernels.copy_runs.concatenate_runs`), for a core whose copy helper moves an
     unaligned word in one load and one store (a pixel of 3 channels one word, not a halfword and a byte)."""
+    kernel_code: KernelCode = THUMB2_KERNEL_CODE
+    """The core's estimate of a kernel's code from its TIR, for the price of kernels shared across their constants
+    (`tvm_ext.transform.share_constant_variants.kernel_bytes`)."""
     int8_add: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
     None where it does not fit that ADD (the generic kernel then)."""
-    int8_add_pays: Optional[Callable[[Sequence[tuple[int, bool]]], bool]] = None
-    """Whether `int8_add` pays in a model, given (output elements, whether both operands are elementwise kernels'
-    results, with which a generic ADD fuses) of each of its int8 ADDs of two computed operands of one shape (they
-    share the kernel's out-of-line helpers; `tvm_ext.transform.int8.add.computed_adds`): where not, every ADD of the
-    model takes the generic kernel; None: `int8_add` wherever it fits."""
+    int8_add_pays: Optional[Callable[[Sequence[Any]], bool]] = None
+    """Whether `int8_add` pays in a model, given each of its int8 ADDs of two computed operands of one shape (they
+    share the kernel's out-of-line helpers) as a `tvm_ext.transform.int8.add.ComputedAdd` (`computed_adds`: output
+    elements, whether both operands are elementwise kernels' results, with which a generic ADD fuses, TFLite's
+    multipliers and rounding, so the price counts only the ADDs `int8_add` takes): where not, every ADD of the model
+    takes the generic kernel; None: `int8_add` wherever it fits."""
     int8_add_values: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD and SUB of two computed operands of one shape from their rescaled values,
     doubled, tabled at compile time or an exact shift (`tvm_ext.transform.int8.binary.values_call`: operands lhs, rhs

@@ -18,6 +18,7 @@ from typing import Optional
 import tvm
 from tvm import relax, tirx
 
+from backends.code_price import THUMB2_KERNEL_CODE, KernelCode
 from backends.schedules import kernel_schedules_of
 from target.profile import Profile
 from target.resolve import TargetSpec, resolve_profile
@@ -218,7 +219,7 @@ class ScheduleKernels:
         scheduled = {gvar: schedule(func, schedules.mac) if isinstance(func, tirx.PrimFunc) else func
                      for gvar, func in mod.functions.items()}
         # choices the backend makes from every kernel of the bundle: those its choice changes scheduled again
-        choice = bundle_choice(schedules.bundle_choice, tvm.IRModule(scheduled)) \
+        choice = bundle_choice(schedules.bundle_choice, tvm.IRModule(scheduled), schedules.kernel_code) \
             if schedules.bundle_choice is not None else None
         if choice is not None:
             scheduled = {gvar: schedule(mod[gvar], choice[gvar.name_hint])
@@ -226,15 +227,15 @@ class ScheduleKernels:
         return tvm.IRModule(scheduled, attrs=mod.attrs).with_attr(LOWERED_FOR_ATTR, self.profile.name)
 
 
-def bundle_choice(choose, mod: tvm.IRModule) -> Optional[dict[str, object]]:
+def bundle_choice(choose, mod: tvm.IRModule, code: KernelCode = THUMB2_KERNEL_CODE) -> Optional[dict[str, object]]:
     """The MAC schedules per kernel (PrimFunc name) whose schedule the backend's choice for the whole bundle
     changes (``choose``: its `KernelSchedules.bundle_choice`), from `mod`'s kernels scheduled first and their calls,
-    each group of kernels tvm_ext.transform.share_constant_variants will share (`shared_groups`) seen as its first
-    kernel called by all their calls, as the one kernel it becomes, and its choice given to every member (so that
-    they stay one kernel but for their constants); None where it changes none."""
+    each group of kernels tvm_ext.transform.share_constant_variants will share for `code`'s core (`shared_groups`)
+    seen as its first kernel called by all their calls, as the one kernel it becomes, and its choice given to every
+    member (so that they stay one kernel but for their constants); None where it changes none."""
     from tvm_ext.transform.share_constant_variants import shared_groups
 
-    first_of = {name: group[0] for group in shared_groups(mod) for name in group}
+    first_of = {name: group[0] for group in shared_groups(mod, code) for name in group}
 
     def first(name: str) -> str:
         return first_of.get(name, name)

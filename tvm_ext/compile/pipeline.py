@@ -684,6 +684,7 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, 
     from tvm_ext.transform import PartitionSubgraphs
     from tvm_ext.transform.layout_per_subgraph import LayoutError
     from tvm_ext.transform.share_constant_variants import share_constant_variants
+    from backends.schedules import kernel_schedules_of
 
     model = imported.model
     lowered = model.mod
@@ -693,7 +694,8 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, 
         except LayoutError as err:
             raise CompileError(str(err)) from err
     choices = layout_choices(lowered)
-    lowered = share_constant_variants(PartitionSubgraphs(profile)(add_output_copies(lowered, model)))
+    lowered = share_constant_variants(PartitionSubgraphs(profile)(add_output_copies(lowered, model)),
+                                      kernel_schedules_of(profile).kernel_code)
     kernels, c_name_of = unique_kernels(lowered, model.name)
     return Lowered(lowered, kernels, c_name_of, choices)
 

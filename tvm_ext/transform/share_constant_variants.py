@@ -36,7 +36,7 @@ import tvm
 import tvm_ffi
 from tvm import relax, s_tir, tirx
 
-from backends.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE, THUMB2_KERNEL_CODE, KernelCode
 from packager.fixed_point_c import REQUANTIZE_OPS
 from tvm_ext.layers import (BROADCAST_LOOKUP_ATTR, CONSTANT_RANGES_ATTR, ELEMENTWISE_LOOKUP_ATTR, INDEX_GUARDS_ATTR,
                             OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR)
@@ -60,13 +60,6 @@ _NARROW_INTEGERS = frozenset({"int8", "uint8", "int16", "uint16"})
 CONSTANTS_ROLE = "constants"
 """The role (tvm_ext.layers.OPERAND_ROLES_ATTR) and buffer name of a shared kernel's array of constants."""
 
-BYTES_PER_NODE = 2
-"""Code bytes per TIR expression node of a kernel's stores, an estimate: about one Thumb-2 or RV32C instruction
-(2 B) a node (low: sharing is decided conservatively)."""
-LOOP_BYTES = 8
-"""Code bytes of a loop's control: its counter's start, step, test and branch (four 2-byte instructions)."""
-FUNCTION_BYTES = 4
-"""Code bytes of a kernel's own entry and return, at least (one register saved, one return)."""
 CALL_ARGUMENT_BYTES = 8
 """Code bytes of one more pointer argument at a call: its address loaded (a literal's 2 B load and 4 B pool entry
 on Thumb-2, LUI and ADDI on RV32) and, past the registers' arguments, stored on the stack; measured 7.2 (m4f),
@@ -268,12 +261,13 @@ def _valued(stmt) -> bool:
                                                   and bool(helper_value_arguments(stmt.value)))
 
 
-def kernel_bytes(func: tirx.PrimFunc) -> int:
-    """`func`'s code in bytes, an estimate: `BYTES_PER_NODE` for each expression node of its stored values and
-    helper calls (`_valued`) and for each such statement, `LOOP_BYTES` a loop, `FUNCTION_BYTES`."""
+def kernel_bytes(func: tirx.PrimFunc, code: KernelCode = THUMB2_KERNEL_CODE) -> int:
+    """`func`'s code in bytes, an estimate for the core of `code` (a backend's `KernelSchedules.kernel_code`):
+    `code.bytes_per_node` for each expression node of its stored values and helper calls (`_valued`) and for each
+    such statement, `code.loop_bytes` a loop, `code.function_bytes`."""
     nodes = sum(1 + sum(1 for _ in walk(node.value)) for node in walk(func.body) if _valued(node))
     loops = sum(1 for node in walk(func.body) if isinstance(node, tirx.For))
-    return nodes * BYTES_PER_NODE + loops * LOOP_BYTES + FUNCTION_BYTES
+    return nodes * code.bytes_per_node + loops * code.loop_bytes + code.function_bytes
 
 
 def constant_loads(shared: tirx.PrimFunc) -> int:
@@ -407,10 +401,12 @@ def _calls(main: relax.Function):
                 yield binding
 
 
-def _paying_groups(mod: tvm.IRModule) -> tuple[list[tuple[Group, tirx.PrimFunc]], dict[str, tuple[int, ...]]]:
+def _paying_groups(mod: tvm.IRModule, code: KernelCode) \
+        -> tuple[list[tuple[Group, tirx.PrimFunc]], dict[str, tuple[int, ...]]]:
     """Each paying group of the kernels `main` calls (`constant_groups` of their inputs in first-read order,
     `in_first_read_order`, then of the kernels left with their index offsets too; `Group.pays` priced for all the
-    calls of its members) with its shared kernel (`shared_kernel`), and each kernel's input order."""
+    calls of its members, their code estimated for the core of `code`: `kernel_bytes`) with its shared kernel
+    (`shared_kernel`), and each kernel's input order."""
     main = mod["main"]
     funcs, orders, operands_of = {}, {}, {}
     for binding in _calls(main):
@@ -429,23 +425,25 @@ def _paying_groups(mod: tvm.IRModule) -> tuple[list[tuple[Group, tirx.PrimFunc]]
                 continue
             kernel = shared_kernel(funcs[first], group, input_roles(
                 funcs[first], [operands_of[first][k] for k in orders[first]]))
-            if group.pays(kernel_bytes(funcs[first]), constant_loads(kernel), sum(calls[n] for n in group.names)):
+            if group.pays(kernel_bytes(funcs[first], code), constant_loads(kernel), sum(calls[n] for n in group.names)):
                 shared.append((group, kernel))
     return shared, orders
 
 
-def shared_groups(mod: tvm.IRModule) -> list[tuple[str, ...]]:
-    """The kernels (PrimFunc names, call order) of each group `share_constant_variants` would make of `mod`'s: for a
-    choice made per kernel (a backend's `bundle_choice`) to see each such group as the one kernel it becomes."""
-    return [group.names for group, _ in _paying_groups(mod)[0]]
+def shared_groups(mod: tvm.IRModule, code: KernelCode = THUMB2_KERNEL_CODE) -> list[tuple[str, ...]]:
+    """The kernels (PrimFunc names, call order) of each group `share_constant_variants` would make of `mod`'s for
+    the core of `code`: for a choice made per kernel (a backend's `bundle_choice`) to see each such group as the one
+    kernel it becomes."""
+    return [group.names for group, _ in _paying_groups(mod, code)[0]]
 
 
-def share_constant_variants(mod: tvm.IRModule) -> tvm.IRModule:
+def share_constant_variants(mod: tvm.IRModule, code: KernelCode = THUMB2_KERNEL_CODE) -> tvm.IRModule:
     """`mod` with each paying group of kernels `main` calls (`_paying_groups`) replaced by one shared kernel
     (`shared_kernel`, named after the group's first), each call passing its operands in that order and its
-    constants' array."""
+    constants' array; `code` estimates a kernel's code for the bundle's core (its backend's
+    `KernelSchedules.kernel_code`)."""
     main = mod["main"]
-    shared, orders = _paying_groups(mod)
+    shared, orders = _paying_groups(mod, code)
     if not shared:
         return mod
     group_of = {name: group for group, _ in shared for name in group.names}

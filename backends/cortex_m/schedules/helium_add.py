@@ -89,18 +89,19 @@ the model's other ADDs at SAVED_PER_ELEMENT: vit3h_d36_b2_20_int8 29, vit2h_d30_
 vit_tiny_16_int8 18.5)."""
 
 
-def helium_adds_pay(adds: Sequence[tuple[int, bool]]) -> bool:
-    """Whether the helper pays in a model whose int8 ADDs of two computed operands of one shape are ``adds``
-    ((output elements, whether both operands are elementwise kernels' results) each): the instructions it saves on
-    those it takes (FEWEST_ELEMENTS or more: SAVED_PER_ELEMENT or SAVED_PER_FUSED_ELEMENT an element) at least the
-    code it costs at the one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`): its one copy, and
-    SPLIT_CODE_BYTES an ADD of elementwise results, less GENERIC_KERNEL_EXTRA_BYTES an ADD of the others.
-    Measured on cortex-m55, the generic kernel for every ADD against the helper:
+def helium_adds_pay(adds: Sequence[Any]) -> bool:
+    """Whether the helper pays in a model whose int8 ADDs of two computed operands of one shape are ``adds`` (each a
+    `tvm_ext.transform.int8.add.ComputedAdd`: output elements, whether both operands are elementwise kernels'
+    results, TFLite's multipliers and rounding): the instructions it saves on those it takes (`takes_add`, its
+    kernel's own contract: SAVED_PER_ELEMENT or SAVED_PER_FUSED_ELEMENT an element) at least the code it costs at the
+    one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`): its one copy, and SPLIT_CODE_BYTES an ADD of
+    elementwise results, less GENERIC_KERNEL_EXTRA_BYTES an ADD of the others. An ADD the helper refuses counts
+    nothing. Measured on cortex-m55, the generic kernel for every ADD against the helper:
     vit2h_d30_b1_24x16_tanh_int8 (three layer norms' ADDs of 720 elements, three others) 1,276 B less code for
     88,786 instructions more (does not pay), vit3h_d36_b2_20_int8 (five layer norms' of 900, four others) 1,648 B
     for 175,350 (pays, narrowly), mobilenet_v3s_min_050_80_int8 (seven residual ADDs of 432-1,600) 404 B for 64,580
     (pays), mobilenet_v3s_055_64_int8 (seed 59; five of 384-1,024) 92 B for 33,129 (pays)."""
-    taken = [(count, fused) for count, fused in adds if count >= FEWEST_ELEMENTS]
+    taken = [(add.elements, add.fused) for add in adds if takes_add(add.elements, add.params, add.rounding)]
     saved = sum((SAVED_PER_FUSED_ELEMENT if fused else SAVED_PER_ELEMENT) * count for count, fused in taken)
     code = HELPERS_CODE_BYTES + SPLIT_CODE_BYTES * sum(fused for _, fused in taken) \
         - GENERIC_KERNEL_EXTRA_BYTES * sum(not fused for _, fused in taken)
@@ -121,17 +122,24 @@ def fits_add_s8(params: Any, rounding: Any) -> bool:
             and all(0 <= int(m) <= 2**31 - 1 and -31 <= int(s) <= 0 for m, s in multipliers))
 
 
+def takes_add(elements: int, params: Any, rounding: Any) -> bool:
+    """Whether the helper takes an int8 ADD of two operands of one shape and ``elements`` output elements, of
+    `params` and `rounding` (as `fits_add_s8`'s): FEWEST_ELEMENTS or more and `fits_add_s8`. The one contract of
+    `helium_add_int8` and its price (`helium_adds_pay`)."""
+    return elements >= FEWEST_ELEMENTS and fits_add_s8(params, rounding)
+
+
 def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int,
                     output_zero_point: int, params: Any, activation: Any, rounding: Any) -> Optional[te.Tensor]:
     """TFLite's int8 ADD of `lhs` and `rhs` (keywords as `tvm_ext.kernels.add_int8`'s: `params` its AddParams,
     `activation` its ActivationRange, in output units; this backend does not import the kernels) as a TE extern
     stage: the tables' call into a scratch buffer of its own, then `<prefix>_add_s8` over runs of RUN elements,
     or None where the helper does not fit: operands of different shapes (broadcast) or not int8, or
-    `fits_add_s8` false."""
+    `takes_add` false."""
     shape = [int(d) for d in lhs.shape]
     count = math.prod(shape)
     if shape != [int(d) for d in rhs.shape] or str(lhs.dtype) != "int8" or str(rhs.dtype) != "int8" \
-            or count < FEWEST_ELEMENTS or not fits_add_s8(params, rounding):
+            or not takes_add(count, params, rounding):
         return None
     operands = tuple(tirx.const(int(value), "int32") for value in (
         -int(lhs_zero_point), -int(rhs_zero_point), params.left_shift, *params.input1, *params.input2))

@@ -38,7 +38,7 @@ from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
 from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
-from backends.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE, KernelCode
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
@@ -270,6 +270,15 @@ def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str
                          for name in kernels if name in own_loops | cold})
 
 
+RV32C_KERNEL_CODE = KernelCode(bytes_per_node=3)
+"""RV32IMC's estimate of a kernel's code (`tvm_ext.transform.share_constant_variants.kernel_bytes`): 3 B a node, where
+Thumb-2's 2 (`backends.code_price.THUMB2_KERNEL_CODE`) fell short of what gcc -Os builds for rv32imc by a third and
+more: measured against nm sizes, the ViT layer norms (add_rsqrt_mul_mul_mul_sub_add, 150-162 nodes, 8-10
+requantizations of 32x32 -> 64-bit products by MULH and MUL) 538-620 B where 2 B a node gave 328-352 B (3 B: 478-514),
+vit_tiny_16_int8's, vit2h_d30_b1_24x16_tanh_int8's and vit3h_d36_b2_20_int8's; elementwise ADDs 142-180 B (80-106
+at 2 B, 106-142 at 3 B), transposes 64-92 B (50, 71), means 114-150 B (84-182, 114-257)."""
+
+
 def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of an RV32 core: MAC_CHANNELS (8) accumulators per integer MAC kernel (31 registers hold
     eight sums, the pointers and the loop counter), also of one with exactly eight output channels
@@ -308,6 +317,6 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
-                           bundle_choice=riscv_bundle_choice,
+                           bundle_choice=riscv_bundle_choice, kernel_code=RV32C_KERNEL_CODE,
                            helper_min_macs=HELPER_MIN_MACS,
                            float_tile_min_macs=0 if profile.hardware_float else FLOAT_TILE_MIN_MACS)

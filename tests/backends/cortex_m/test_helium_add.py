@@ -21,6 +21,9 @@ from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 
 import backends.cortex_m.schedules as cortex_m_schedules  # noqa: E402
 from backends.cortex_m.schedules.helium_add import FEWEST_ELEMENTS, helium_adds_pay  # noqa: E402
+from tvm_ext.kernels import Rounding  # noqa: E402
+from tvm_ext.kernels.quant_params import add_params  # noqa: E402
+from tvm_ext.transform.int8.add import ComputedAdd  # noqa: E402
 
 SHAPE = (1, 5, 7, 9)
 """315 elements (at least helium_add.FEWEST_ELEMENTS): 78 whole vectors of four lanes and three predicated lanes."""
@@ -86,20 +89,41 @@ def test_adds_that_do_not_pay_the_helper_keep_the_generic_kernel_on_helium(tmp_p
     assert json.loads((bundle.out_dir / "manifest.json").read_text())["headroom"]["flash_weights_bytes"] == 1024
 
 
+def _adds(counts: list[tuple[int, bool]], rounding: Rounding = Rounding.DOUBLE) -> list[ComputedAdd]:
+    """ADDs of (output elements, whether both operands are elementwise kernels' results) each, of the test model's
+    scales (a 0.05, b 0.11, output 0.13) and ``rounding``."""
+    params = add_params(0.05, 0.11, 0.13, rounding)
+    return [ComputedAdd(count, fused, params, rounding) for count, fused in counts]
+
+
 def test_helium_adds_pay_per_model():
     """The helper pays where its ADDs' saved instructions reach its one copy's code and that of the layer norms it
     splits at the price (cortex-m55, measured against the generic kernel for every ADD)."""
     vit2h = [(720, True), (720, False), (720, True), (1296, False), (720, False), (720, True)]
-    assert not helium_adds_pay(vit2h)  # 1,276 B of code for 88,786 instructions
-    assert helium_adds_pay([(3072, True), (3072, False)] * 2 + [(3072, True)])  # vit_tiny_16_int8
-    assert helium_adds_pay([(900, True), (900, False)] * 4 + [(900, True)])  # vit3h_d36_b2_20_int8: 1,648 B, 175,350
+    assert not helium_adds_pay(_adds(vit2h))  # 1,276 B of code for 88,786 instructions
+    assert helium_adds_pay(_adds([(3072, True), (3072, False)] * 2 + [(3072, True)]))  # vit_tiny_16_int8
+    # vit3h_d36_b2_20_int8: 1,648 B, 175,350
+    assert helium_adds_pay(_adds([(900, True), (900, False)] * 4 + [(900, True)]))
     mobilenet_v3s = [(1600, False)] + [(600, False)] * 4 + [(432, False)] * 2
-    assert helium_adds_pay(mobilenet_v3s)  # 404 B for 64,580
-    assert helium_adds_pay([(1024, False)] + [(384, False)] * 4 + [(224, False)] * 2)  # seed 59's: 92 B for 33,129
-    assert helium_adds_pay([(4096, False), (1024, False), (1024, False), (512, False), (512, False), (512, False),
-                            (768, False), (768, False), (320, False), (320, False)])  # mobilenet_v2_050_64_int8
-    assert not helium_adds_pay([(FEWEST_ELEMENTS - 1, False)] * 1000)  # below the helper's fewest elements: none taken
+    assert helium_adds_pay(_adds(mobilenet_v3s))  # 404 B for 64,580
+    assert helium_adds_pay(_adds([(1024, False)] + [(384, False)] * 4 + [(224, False)] * 2))  # seed 59's: 92 B, 33,129
+    assert helium_adds_pay(_adds([(4096, False), (1024, False), (1024, False), (512, False), (512, False),
+                                  (512, False), (768, False), (768, False), (320, False),
+                                  (320, False)]))  # mobilenet_v2_050_64_int8
+    # below the helper's fewest elements: none taken
+    assert not helium_adds_pay(_adds([(FEWEST_ELEMENTS - 1, False)] * 1000))
     assert not helium_adds_pay([])
+
+
+def test_helium_adds_price_counts_only_the_adds_the_helper_takes():
+    """An ADD outside the helper's contract (`fits_add_s8`: single rounding here) keeps the generic kernel, so it
+    saves nothing toward the helpers' copy: mobilenet_v2_050_64_int8's ADDs pay it under double rounding, not under
+    single, nor where one such ADD is the only large one."""
+    mobilenet_v2 = [(4096, False), (1024, False), (1024, False), (512, False), (512, False), (512, False),
+                    (768, False), (768, False), (320, False), (320, False)]
+    assert helium_adds_pay(_adds(mobilenet_v2))
+    assert not helium_adds_pay(_adds(mobilenet_v2, Rounding.SINGLE))
+    assert not helium_adds_pay(_adds([(4096, False)], Rounding.SINGLE) + _adds([(320, False)]))
 
 
 @needs_cross_tools

@@ -9,10 +9,12 @@ import tvm
 import tvm_ffi
 from tvm import relax, s_tir, te, tirx
 
+from backends.code_price import THUMB2_KERNEL_CODE, KernelCode
+from backends.riscv.schedules import RV32C_KERNEL_CODE
 from tvm_ext.layers import OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR
 from tvm_ext.tir.tir_walk import walk
 from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
-                                                       in_first_read_order, share_constant_variants,
+                                                       in_first_read_order, kernel_bytes, share_constant_variants,
                                                        variable_immediates)
 
 
@@ -215,6 +217,19 @@ def test_small_kernels_are_not_shared() -> None:
 
     mod = share_constant_variants(_module([tiny(3), tiny(7), tiny(3), tiny(7)]))
     assert [name for name, _ in _called(mod)] == ["chain", "chain1", "chain", "chain1"]
+
+
+def test_code_estimate_is_the_cores() -> None:
+    """A kernel's code is estimated for the bundle's core (its backend's `KernelSchedules.kernel_code`): the same
+    kernels are shared for a core whose code is larger a node (rv32imc's 3 B against Thumb-2's 2 B: the ViT layer
+    norms), their estimate its bytes a node."""
+    def tiny(scale: int):
+        return lambda x: te.compute(x.shape, lambda i: x[i].astype("int32") * scale, name="tiny")
+
+    func = _module([tiny(3)])["chain"]
+    assert kernel_bytes(func, RV32C_KERNEL_CODE) > kernel_bytes(func) == kernel_bytes(func, THUMB2_KERNEL_CODE)
+    mod = share_constant_variants(_module([tiny(3), tiny(7), tiny(3), tiny(7)]), KernelCode(bytes_per_node=40))
+    assert [name for name, _ in _called(mod)] == ["chain"] * 4
 
 
 def test_unrolled_gru_steps_share_kernels(compiled) -> None:

@@ -5,18 +5,19 @@ kernel; the backend's own int8 ADD kernel (``LoweringContext.int8_add``) where i
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from tvm import relax, te
 
-from ...kernels import add_int8
-from ...kernels.quant_params import add_params, add_params_int16
+from ...kernels import Rounding, add_int8
+from ...kernels.quant_params import AddParams, add_params, add_params_int16
 from .binary import binary_lowering, elements_of
 from .graph import Graph, is_call_to
 from .lowering import LoweringContext
 
 _ELEMENTWISE_OPS = frozenset({"relax.add", "relax.subtract", "relax.multiply"})
-_ADDS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[int, bool], ...]]" = weakref.WeakKeyDictionary()
+_ADDS: "weakref.WeakKeyDictionary[Graph, dict[Rounding, tuple[ComputedAdd, ...]]]" = weakref.WeakKeyDictionary()
 
 
 def _elementwise_result(graph: Graph, source: relax.Expr) -> bool:
@@ -31,24 +32,48 @@ def _elementwise_result(graph: Graph, source: relax.Expr) -> bool:
         and all(graph.dequantized(arg)[0] is not None for arg in inner.args)
 
 
-def computed_adds(graph: Graph) -> tuple[tuple[int, bool], ...]:
-    """(output elements, whether both operands are elementwise kernels' results: `_elementwise_result`) of each of
-    ``graph``'s ADDs of two dequantized int8 activations (neither a constant) of one shape, in order: the ADDs a
-    backend's own kernel may take (``binary_lowering``'s ``own_first``). Read once per graph."""
-    if graph not in _ADDS:
+@dataclass(frozen=True)
+class ComputedAdd:
+    """An int8 ADD of two dequantized int8 activations (neither a constant) of one shape: its output elements,
+    whether both operands are elementwise kernels' results (`_elementwise_result`), and TFLite's multipliers
+    (``params``, of ``rounding``), which a backend's kernel contract reads."""
+
+    elements: int
+    fused: bool
+    params: AddParams
+    rounding: Rounding
+
+
+def computed_adds(graph: Graph, rounding: Rounding) -> tuple[ComputedAdd, ...]:
+    """Each of ``graph``'s int8 ADDs of two dequantized int8 activations (neither a constant) of one shape and a
+    per-tensor output quantization, in order: the ADDs a backend's own kernel may take (``binary_lowering``'s
+    ``own_first``), its multipliers as the lowering computes them (``add_params`` of ``rounding``). Read once per
+    graph and rounding."""
+    known = _ADDS.setdefault(graph, {})
+    if rounding not in known:
         adds = []
         for binding in graph.bindings:
-            if not is_call_to(binding.value, "relax.add"):
+            quantize = binding.value
+            if not is_call_to(quantize, "relax.quantize"):
                 continue
-            sources = [graph.dequantized(arg)[0] for arg in binding.value.args]
-            if any(source is None or graph.constant(source) is not None or str(source.ty.dtype) != "int8"
-                   for source in sources):
+            core = graph.value_of(quantize.args[0])
+            if is_call_to(core, "relax.nn.relu") or is_call_to(core, "relax.clip"):
+                core = graph.value_of(core.args[0])
+            out = graph.quant(quantize.args[1], quantize.args[2])
+            if not is_call_to(core, "relax.add") or out is None:
                 continue
-            shapes = [[getattr(d, "value", None) for d in source.ty.shape] for source in sources]
+            operands = [graph.dequantized(arg) for arg in core.args]
+            if any(source is None or quant is None or graph.constant(source) is not None
+                   or str(source.ty.dtype) != "int8" for source, quant in operands):
+                continue
+            shapes = [[getattr(d, "value", None) for d in source.ty.shape] for source, _ in operands]
             if None not in shapes[0] and shapes[0] == shapes[1]:
-                adds.append((elements_of(binding.value), all(_elementwise_result(graph, s) for s in sources)))
-        _ADDS[graph] = tuple(adds)
-    return _ADDS[graph]
+                (lhs, lhs_quant), (rhs, rhs_quant) = operands
+                adds.append(ComputedAdd(elements_of(core), _elementwise_result(graph, lhs)
+                                        and _elementwise_result(graph, rhs),
+                                        add_params(lhs_quant.scale, rhs_quant.scale, out.scale, rounding), rounding))
+        known[rounding] = tuple(adds)
+    return known[rounding]
 
 
 def declined(*_operands, **_keywords) -> None:
@@ -61,7 +86,7 @@ def declined(*_operands, **_keywords) -> None:
 def own_add(ctx: LoweringContext) -> Optional[Callable[..., Optional[te.Tensor]]]:
     """The backend's own int8 ADD kernel (None: none) where the model's ADDs pay it (``LoweringContext.int8_add_pays``
     of `computed_adds`), else `declined`."""
-    if ctx.int8_add is None or ctx.int8_add_pays is None or ctx.int8_add_pays(computed_adds(ctx.graph)):
+    if ctx.int8_add is None or ctx.int8_add_pays is None or ctx.int8_add_pays(computed_adds(ctx.graph, ctx.rounding)):
         return ctx.int8_add
     return declined
 
