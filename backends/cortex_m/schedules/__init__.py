@@ -124,7 +124,8 @@ from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, share
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
-from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise, pixel_tiles_take
+from backends.cortex_m.schedules.depthwise_rows import own_depthwise
+from backends.cortex_m.schedules.depthwise_runs import pixel_tiles_take
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 from tvm_ext.tir.tir_walk import vars_read
@@ -403,8 +404,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
         few_channel_conv=few_channel_kernel if dsp_only else None,
-        # ... and of a depthwise layer of channels not whole tiles of four (measured on cortex-m4f)
-        few_channel_depthwise=few_channel_depthwise if dsp_only else None,
+        # ... and of a depthwise layer of channels not whole tiles of four, or of a 3x3 window as channel rows
+        # (measured on cortex-m4f)
+        few_channel_depthwise=own_depthwise if dsp_only else None,
         # ... whose pixel tiles read an even channel count's weights widened to int16 (the lowering widens them there)
         depthwise_pixel_tiles=pixel_tiles_take if dsp_only else None,
         # the dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other channel counts

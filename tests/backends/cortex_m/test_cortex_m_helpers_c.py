@@ -26,7 +26,8 @@ from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HEL
 from backends.cortex_m.helpers.copy_c import (COPY_TEMPLATE, HELIUM_MAX_S8_TEMPLATE, MAX_S8_TEMPLATE,
                                              STATE_SHIFT_TEMPLATE, TRANSPOSE_TEMPLATE, helium_max_s8_helper_c)
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_PAIR_TEMPLATE,
-                                                      DEPTHWISE_PIXEL_TEMPLATE, DEPTHWISE_TILES_TEMPLATE)
+                                                      DEPTHWISE_PIXEL_TEMPLATE, DEPTHWISE_ROWS_TEMPLATE,
+                                                      DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE,
                                                   DUAL_MAC_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
@@ -253,6 +254,10 @@ UNIT_TESTS_BY_HELPER = [
     # and the scalar helpers
     HelperUnitTest("depthwise_pixel", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                                        REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_TILES_TEMPLATE, DEPTHWISE_PIXEL_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
+    # the DSP 3x3 depthwise channel rows against the plain sums of the padded windows and the scalar helpers
+    HelperUnitTest("depthwise_rows", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
+                                      REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_ROWS_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the DSP two-pixel depthwise channel tiles (an assembly block of constant sizes) against the plain sums and the
     # scalar helpers

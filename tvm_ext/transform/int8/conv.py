@@ -69,11 +69,11 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
     depthwise = kernel is depthwise_conv2d_int8
-    if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None and int(weight.shape[2]) % 4 \
+    if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None \
             and str(data.tensor.ty.dtype) == "int8" and ctx.graph.constant(data.tensor) is None:
-        # the backend's kernel of a depthwise layer of channels not whole tiles of four, where it fits (else the
-        # generic one); its TE extern stage shows no reduction to count, so the lowering declares the layer's MACs
-        # (each output sums its window's taps)
+        # the backend's own kernel of a depthwise layer (channels not whole tiles of four, or the backend's other
+        # forms), where it fits (else the generic one); its TE extern stage shows no reduction to count, so the
+        # lowering declares the layer's MACs (each output sums its window's taps)
         kernel = first_fitting(ctx.few_channel_depthwise, depthwise_conv2d_int8)
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:2]))
     mac = MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
