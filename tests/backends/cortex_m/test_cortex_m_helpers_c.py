@@ -18,8 +18,8 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helpers_c, depthwise_pixel_helpers_c,
-                                      depthwise_spread_helpers_c, helium_float_c, helium_helpers_c, helium_mac_rows_c,
-                                      pair_direct_helpers_c)
+                                      depthwise_rows_helpers_c, depthwise_spread_helpers_c, helium_float_c,
+                                      helium_helpers_c, helium_mac_rows_c, pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HELIUM_BATCH_MATMUL_TEMPLATE,
                                                       batch_matmul_helper_c, helium_batch_matmul_helper_c)
@@ -387,6 +387,8 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_pair_helpers_c(prefix),
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_pixel_helpers_c(prefix),
+                           None),
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_rows_helpers_c(prefix),
                            None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
                               "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m55-helium-batch-matmul",
@@ -394,7 +396,7 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                               "cortex-m4f-pool-sums",
                               "cortex-m4f-pointwise-few",
                               "cortex-m4f-depthwise-spread", "cortex-m4f-depthwise-pair",
-                              "cortex-m4f-depthwise-pixel"])
+                              "cortex-m4f-depthwise-pixel", "cortex-m4f-depthwise-rows"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
                                                                  core_macro: Optional[str]) -> None:
     build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "
