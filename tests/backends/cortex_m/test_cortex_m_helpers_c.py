@@ -258,7 +258,8 @@ UNIT_TESTS_BY_HELPER = [
     # the DSP 3x3 depthwise channel rows against the plain sums of the padded windows and the scalar helpers
     HelperUnitTest("depthwise_rows", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                                       REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_ROWS_TEMPLATE),
-                   template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
+                   template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c),
+                   core_macro=f"{macro_prefix(PREFIX)}_DEPTHWISE_ROWS_ASM", core_path_optimizing_only=True),
     # the DSP two-pixel depthwise channel tiles (an assembly block of constant sizes) against the plain sums and the
     # scalar helpers
     HelperUnitTest("depthwise_pair", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
