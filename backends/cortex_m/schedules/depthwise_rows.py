@@ -30,7 +30,7 @@ from tvm import te, tirx
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers import DEPTHWISE_ROWS_HELPERS
-from backends.cortex_m.schedules.depthwise_runs import BAND_BYTES, few_channel_depthwise
+from backends.cortex_m.schedules.depthwise_runs import BAND_BYTES, dsp_operands_fit, few_channel_depthwise
 from backends.cortex_m.schedules.window1_conv import _Stage
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -74,14 +74,14 @@ the helper's one copy (cortex-m4f 936 B) and the kernel's call (54 B) against th
 a second kernel the rows take saves about 730 B)."""
 
 
-def band_bytes(in_w: int, out_w: int, left: int, stride_w: int, dilation_h: int) -> tuple[int, int]:
-    """The band's (pitch in int16 elements, bytes) for an image `in_w` columns wide, `out_w` outputs a row `left`
-    columns of padding ahead, stepping `stride_w` columns, rows `dilation_h` apart: the ring's 2 * dilation_h + 1
-    rows of an even pitch holding the padded image row and every output's window with one column more (the pair
-    load of its last tap)."""
+def rows_band_bytes(in_w: int, out_w: int, left: int, stride_w: int, dilation_h: int) -> tuple[int, int]:
+    """The band's (pitch in int16 elements, bytes the kernel declares) for an image `in_w` columns wide, `out_w`
+    outputs a row `left` columns of padding ahead, stepping `stride_w` columns, rows `dilation_h` apart: the ring's
+    2 * dilation_h + 1 rows of an even pitch holding the padded image row and every output's window with one column
+    more (the pair load of its last tap), and one int16 more (the helper starts the ring at a 4-byte boundary)."""
     pitch = max(left + in_w, (out_w - 1) * stride_w + SIDE + 1)
     pitch += pitch % 2
-    return pitch, (2 * dilation_h + 1) * pitch * 2
+    return pitch, ((2 * dilation_h + 1) * pitch + 1) * 2
 
 
 def rows_instructions(in_h: int, in_w: int, channels: int, out_h: int, out_w: int, stride_w: int) -> float:
@@ -106,19 +106,16 @@ def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], 
     """An int8 DEPTHWISE_CONV_2D (operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s: weight
     (3, 3, C), int8 or int16) as one call of the channel rows (module docstring), or None where it does not fit or
     pay."""
-    if not (str(data.dtype) == "int8" and int(data.shape[0]) == 1 and str(weight.dtype) in ("int8", "int16")
-            and tuple(int(d) for d in weight.shape) == (SIDE, SIDE, int(data.shape[3]))
-            and bias is not None and str(bias.dtype) in ("int32", "int16") and zero_point_in_bias
-            and multiplier is not None and shift is not None and output.rounding.value == "double"
-            and output.right_shift_only and output.small_accumulator and output.activation.low <= -128
-            and output.activation.high >= 127 and int(dilation[1]) == 1):
+    if not (str(weight.dtype) in ("int8", "int16") and tuple(int(d) for d in weight.shape[:2]) == (SIDE, SIDE)
+            and int(dilation[1]) == 1
+            and dsp_operands_fit(data, weight, bias, output, multiplier, shift, zero_point_in_bias)):
         return None
     _, in_h, in_w, channels = (int(d) for d in data.shape)
     top, left, bottom, right = (int(p) for p in padding)
     stride_h, stride_w, dilation_h = int(strides[0]), int(strides[1]), int(dilation[0])
     out_h = (in_h + top + bottom - (SIDE - 1) * dilation_h - 1) // stride_h + 1
     out_w = (in_w + left + right - SIDE) // stride_w + 1
-    pitch, size = band_bytes(in_w, out_w, left, stride_w, dilation_h)
+    pitch, size = rows_band_bytes(in_w, out_w, left, stride_w, dilation_h)
     if out_h < 1 or out_w < 1 or size > BAND_BYTES or not rows_pay(in_h, in_w, channels, out_h, out_w, stride_w):
         return None
     weight_bytes, bias_bytes = (1 if str(weight.dtype) == "int8" else 2), (4 if str(bias.dtype) == "int32" else 2)
@@ -128,7 +125,7 @@ def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], 
     def body(ins, outs) -> tirx.Stmt:
         source, weights, biases, multipliers, shifts = ins
         index = str(outs[0].shape[0].ty.dtype)
-        band = tirx.decl_buffer((size // 2 + 1,), "int16", name="band", scope="local")
+        band = tirx.decl_buffer((size // 2,), "int16", name="band", scope="local")
         zero = tirx.const(0, index)
         call = tirx.Evaluate(tirx.call_intrin(
             "int32", ROWS_OP, element_address(outs[0], zero), element_address(source, zero),

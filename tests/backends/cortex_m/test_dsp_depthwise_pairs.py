@@ -56,7 +56,7 @@ from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # n
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_a_large_depthwise_layer_runs_two_interior_pixels_a_call_and_stays_bit_exact(tmp_path):
     # one int8 input [1, 18, 200, 16]: a 3x3 SAME layer (3,168 interior pixels of 4 tiles: pairs pay; its rows too
-    # wide for the channel rows' band, depthwise_rows.band_bytes) and a 3x3 SAME one at stride 2 (9x100 outputs,
+    # wide for the channel rows' band, depthwise_rows.rows_band_bytes) and a 3x3 SAME one at stride 2 (9x100 outputs,
     # 792 interior: too few to pay for the pair's code)
     model = _border_model(16, 11, (18, 200), [(3, 1, 1, SAME), (3, 1, 2, SAME)])
     bundle, kernels = bit_exact_bundle(tmp_path, "pairs", model, "cortex-m4f", "mps2-an386")
