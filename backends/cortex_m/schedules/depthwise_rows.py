@@ -102,10 +102,10 @@ def rows_pay(in_h: int, in_w: int, channels: int, out_h: int, out_w: int, stride
 def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
                  output: _Stage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
                  multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
-                 zero_point_in_bias: bool = False) -> Optional[te.Tensor]:
+                 zero_point_in_bias: bool = False, band_bytes: int = BAND_BYTES) -> Optional[te.Tensor]:
     """An int8 DEPTHWISE_CONV_2D (operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s: weight
-    (3, 3, C), int8 or int16) as one call of the channel rows (module docstring), or None where it does not fit or
-    pay."""
+    (3, 3, C), int8 or int16) as one call of the channel rows (module docstring) with its band within `band_bytes`
+    of stack, or None where it does not fit or pay."""
     if not (str(weight.dtype) in ("int8", "int16") and tuple(int(d) for d in weight.shape[:2]) == (SIDE, SIDE)
             and int(dilation[1]) == 1
             and dsp_operands_fit(data, weight, bias, output, multiplier, shift, zero_point_in_bias)):
@@ -116,7 +116,7 @@ def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], 
     out_h = (in_h + top + bottom - (SIDE - 1) * dilation_h - 1) // stride_h + 1
     out_w = (in_w + left + right - SIDE) // stride_w + 1
     pitch, size = rows_band_bytes(in_w, out_w, left, stride_w, dilation_h)
-    if out_h < 1 or out_w < 1 or size > BAND_BYTES or not rows_pay(in_h, in_w, channels, out_h, out_w, stride_w):
+    if out_h < 1 or out_w < 1 or size > band_bytes or not rows_pay(in_h, in_w, channels, out_h, out_w, stride_w):
         return None
     weight_bytes, bias_bytes = (1 if str(weight.dtype) == "int8" else 2), (4 if str(bias.dtype) == "int32" else 2)
     sizes = (in_h, in_w * channels, channels, out_h, out_w * channels, top, left, pitch, stride_h, stride_w,
@@ -140,10 +140,11 @@ def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], 
                             "depthwise_conv2d_int8_rows")
 
 
-def own_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], **keywords) -> Optional[te.Tensor]:
+def own_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, band_bytes: int = BAND_BYTES,
+                  **keywords) -> Optional[te.Tensor]:
     """The DSP cores' own kernel of an int8 DEPTHWISE_CONV_2D (`backends.backend.KernelSchedules.
-    few_channel_depthwise`; operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s): the channel rows
-    where they fit and pay, else `depthwise_runs.few_channel_depthwise`'s forms (channels not whole tiles of four),
-    else None."""
-    rows = channel_rows(data, weight, bias, **keywords)
+    few_channel_depthwise`; operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s), its band within
+    `band_bytes` of stack: the channel rows where they fit and pay, else `depthwise_runs.few_channel_depthwise`'s
+    forms (channels not whole tiles of four), else None."""
+    rows = channel_rows(data, weight, bias, band_bytes=band_bytes, **keywords)
     return rows if rows is not None else few_channel_depthwise(data, weight, bias, **keywords)
