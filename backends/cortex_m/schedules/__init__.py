@@ -124,7 +124,7 @@ from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, share
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
-from backends.cortex_m.schedules.depthwise_rows import own_depthwise
+from backends.cortex_m.schedules.depthwise_rows import own_depthwise, rows_take
 from backends.cortex_m.schedules.depthwise_runs import pixel_tiles_take
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
@@ -409,6 +409,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         few_channel_depthwise=own_depthwise if dsp_only else None,
         # ... whose pixel tiles read an even channel count's weights widened to int16 (the lowering widens them there)
         depthwise_pixel_tiles=pixel_tiles_take if dsp_only else None,
+        # ... and whose channel rows read int8 weights as they are (the lowering keeps them int8 there)
+        depthwise_rows_take=rows_take if dsp_only else None,
         # the dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other channel counts
         # pads them (measured on cortex-m4f; on cortex-m55, where such a layer kept the scalar loop nest,
         # ds_cnn_w30_49x10's 30-channel 1x1 layers 534,529 -> 150,397 instructions, its 10x4 stem 2,473,116 -> 199,044)

@@ -99,18 +99,15 @@ def rows_pay(in_h: int, in_w: int, channels: int, out_h: int, out_w: int, stride
     return saved > ROWS_CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
 
-def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
-                 output: _Stage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
-                 multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
-                 zero_point_in_bias: bool = False, band_bytes: int = BAND_BYTES) -> Optional[te.Tensor]:
-    """An int8 DEPTHWISE_CONV_2D (operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s: weight
-    (3, 3, C), int8 or int16) as one call of the channel rows (module docstring) with its band within `band_bytes`
-    of stack, or None where it does not fit or pay."""
-    if not (str(weight.dtype) in ("int8", "int16") and tuple(int(d) for d in weight.shape[:2]) == (SIDE, SIDE)
-            and int(dilation[1]) == 1
-            and dsp_operands_fit(data, weight, bias, output, multiplier, shift, zero_point_in_bias)):
+def _rows_geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+                   dilation: Sequence[int], band_bytes: int) -> Optional[tuple[int, ...]]:
+    """The helper's sizes (`ROWS_ACCESS`'s in_h .. ring) and the band's declared bytes for a layer of these shapes
+    (input (H, W, C), window (KH, KW), strides, padding (top, left, bottom, right), dilation) whose operands fit
+    (`dsp_operands_fit`), or None where the rows do not take it (not a 3x3 window, dilated along columns, no output,
+    the band over `band_bytes`, or the rows do not pay: `rows_pay`)."""
+    in_h, in_w, channels = (int(d) for d in shape)
+    if tuple(int(d) for d in window) != (SIDE, SIDE) or int(dilation[1]) != 1:
         return None
-    _, in_h, in_w, channels = (int(d) for d in data.shape)
     top, left, bottom, right = (int(p) for p in padding)
     stride_h, stride_w, dilation_h = int(strides[0]), int(strides[1]), int(dilation[0])
     out_h = (in_h + top + bottom - (SIDE - 1) * dilation_h - 1) // stride_h + 1
@@ -118,9 +115,37 @@ def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], 
     pitch, size = rows_band_bytes(in_w, out_w, left, stride_w, dilation_h)
     if out_h < 1 or out_w < 1 or size > band_bytes or not rows_pay(in_h, in_w, channels, out_h, out_w, stride_w):
         return None
+    return (in_h, in_w * channels, channels, out_h, out_w * channels, top, left, pitch, stride_h, stride_w,
+            2 * dilation_h + 1, size)
+
+
+def rows_take(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+              dilation: Sequence[int], bias_bytes: int, band_bytes: int = BAND_BYTES) -> bool:
+    """Whether `own_depthwise` runs a layer of these shapes (arguments as
+    `depthwise_runs.pixel_tiles_take`'s) as channel rows where its operands fit: the rows' one choice
+    (`_rows_geometry`), which the int8 lowering reads to keep such a layer's weights int8 (the rows read either
+    width; widened ones would cost a byte a weight of flash for nothing: `backends.backend.KernelSchedules.
+    depthwise_rows_take`)."""
+    return _rows_geometry(shape, window, strides, padding, dilation, band_bytes) is not None
+
+
+def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
+                 output: _Stage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                 multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
+                 zero_point_in_bias: bool = False, band_bytes: int = BAND_BYTES) -> Optional[te.Tensor]:
+    """An int8 DEPTHWISE_CONV_2D (operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s: weight
+    (3, 3, C), int8 or int16) as one call of the channel rows (module docstring) with its band within `band_bytes`
+    of stack, or None where it does not fit or pay."""
+    if not (str(weight.dtype) in ("int8", "int16")
+            and dsp_operands_fit(data, weight, bias, output, multiplier, shift, zero_point_in_bias)):
+        return None
+    geometry = _rows_geometry(tuple(int(d) for d in data.shape[1:]), tuple(int(d) for d in weight.shape[:2]),
+                              strides, padding, dilation, band_bytes)
+    if geometry is None:
+        return None
+    *sizes, size = geometry
+    channels, out_h, out_w = sizes[2], sizes[3], sizes[4] // sizes[2]
     weight_bytes, bias_bytes = (1 if str(weight.dtype) == "int8" else 2), (4 if str(bias.dtype) == "int32" else 2)
-    sizes = (in_h, in_w * channels, channels, out_h, out_w * channels, top, left, pitch, stride_h, stride_w,
-             2 * dilation_h + 1)
 
     def body(ins, outs) -> tirx.Stmt:
         source, weights, biases, multipliers, shifts = ins

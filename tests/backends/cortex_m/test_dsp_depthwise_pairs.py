@@ -80,8 +80,10 @@ def test_a_3x3_depthwise_layer_over_a_large_image_runs_as_channel_rows_and_stays
     by_kernel = {name: kernel for kernel in re.split(r"\n(?=void )", kernels)
                  for name in re.findall(r"^void \w+_depthwise_conv_2d_(3x3_s\d)", kernel)}
     assert set(by_kernel) == {"3x3_s1", "3x3_s2"}, kernels
-    # the padding's value the input's zero point (-3), 64 rows of 1,024 elements, 16 channels, pitch 68
-    assert re.search(r"_depthwise_rows3x3_s8\(.*, -3, 64, 1024, 16, 64, 1024, 1, 1, 68, 1, 1, 3\);", by_kernel["3x3_s1"])
+    # the weights as they are (1 byte: the rows read int8, the lowering keeps them so), the padding's value the
+    # input's zero point (-3), 64 rows of 1,024 elements, 16 channels, pitch 68
+    assert re.search(r"_depthwise_rows3x3_s8\([^,]+, [^,]+, [^,]+, 1, .*, -3, 64, 1024, 16, 64, 1024, 1, 1, 68, 1, 1, 3\);",
+                     by_kernel["3x3_s1"]), by_kernel["3x3_s1"]
     assert "_depthwise_tiles" not in by_kernel["3x3_s1"] and "_depthwise_pair_" not in by_kernel["3x3_s1"]
     assert "_depthwise_rows" not in by_kernel["3x3_s2"] and "_depthwise_tiles" in by_kernel["3x3_s2"]
     host_selftest_passes(bundle.out_dir)
