@@ -16,7 +16,7 @@ instruction set a core has: it asks these objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Protocol
@@ -131,7 +131,10 @@ class Backend:
     library that defines those helpers in a bundle for `profile`, with the same names and contracts and the
     bodies of the profile's core (TFLite Micro's per-target kernel override; None: `helper_library` on every
     core), and `rounding_forms`: the `packager.fixed_point_c` helpers its bundles define in a form of their own
-    (a rounding -> its form, one of that module's FORMS: the same C name, contract and results)."""
+    (a rounding -> its form, one of that module's FORMS: the same C name, contract and results), and
+    `weights_block`: whether a one-model bundle stores its weights as the members of one struct, which the run
+    function addresses from one base pointer (`packager.weights_block`: for an instruction set that builds each
+    array's address in 8 B, as RISC-V's auipc+addi)."""
 
     name: str
     helper_library: Optional[HelperLibrary]
@@ -139,6 +142,7 @@ class Backend:
     kind_targets: Callable[[Profile], Optional[Mapping[KernelKind, float]]]
     helpers_of: Optional[Callable[[Profile], HelperLibrary]] = None
     rounding_forms: Mapping[str, str] = field(default_factory=dict, compare=False)
+    weights_block: bool = False
 
     def bundle_helper_libraries(self, profile: Profile, called: tuple[HelperLibrary, ...]
                                 ) -> tuple[HelperLibrary, ...]:
@@ -237,6 +241,18 @@ class KernelSchedules:
     float_channel_tiles: tuple[int, ...]
     mac: Optional[MacSchedules]
     paired_weights: bool = False
+    helper_min_macs: int = 0
+    """The fewest MACs of one inference (the model's, `tvm_ext.transform.int8.graph_macs`) at which a quantized
+    model's MAC kernels take `paired_weights`, their tiles and the MAC helpers: below, each is TVM's loop nest with one
+    accumulator and no helper (`tvm_ext.layers.PLAIN_MAC_KERNELS_ATTR`), where even one helper's copy costs more code
+    than all its MACs save pay at the one price of code. 0: always the helpers (and a model whose MACs
+    `graph_macs` does not count)."""
+    float_tile_min_macs: int = 0
+    """The fewest MACs of one call (the kernel's count, `tvm_ext.plan.macs`) at which a float MAC kernel takes a tile
+    of accumulators (`float_channel_tiles`, or the integer tile); below, one accumulator (`tvm_ext.lower`'s
+    ScheduleKernels): for a core without an FPU, where each MAC is two library calls and the tile's unrolled calls
+    cost more code than the instructions they save pay at the one price of code. 0: every float MAC kernel takes its
+    tile."""
     stacked_rows: bool = False
     """Whether the int8 lowering gives a FULLY_CONNECTED kernel of one input row its weights stacked two channels to
     an int16 half (`tvm_ext.kernels.dense.stack_rows`) where the weights allow it, for a core whose helper
@@ -262,6 +278,11 @@ class KernelSchedules:
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
     None where it does not fit that ADD (the generic kernel then)."""
+    int8_add_pays: Optional[Callable[[Sequence[tuple[int, bool]]], bool]] = None
+    """Whether `int8_add` pays in a model, given (output elements, whether both operands are elementwise kernels'
+    results, with which a generic ADD fuses) of each of its int8 ADDs of two computed operands of one shape (they
+    share the kernel's out-of-line helpers; `tvm_ext.transform.int8.add.computed_adds`): where not, every ADD of the
+    model takes the generic kernel; None: `int8_add` wherever it fits."""
     int8_add_values: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD and SUB of two computed operands of one shape from their rescaled values,
     doubled, tabled at compile time or an exact shift (`tvm_ext.transform.int8.binary.values_call`: operands lhs, rhs

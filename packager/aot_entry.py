@@ -24,6 +24,7 @@ from packager.region_arenas import (arena_symbol, faster_arena_definitions, main
                                     region_offsets)
 from packager.state import state_definitions, state_symbol
 from packager.template_files import template_text
+from packager.weights_block import base_lines, member_pointer
 
 
 def _at(root: str, offsets: Mapping[str, int], bases: Mapping[str, str], skipped: int = 0) -> str:
@@ -33,13 +34,16 @@ def _at(root: str, offsets: Mapping[str, int], bases: Mapping[str, str], skipped
 
 
 def _argument(plan: ExecutionPlan, name: str, offsets: Mapping[str, int], io_pointer: dict[str, str],
-              stored_as: Mapping[str, str] | None = None, bases: Mapping[str, str] | None = None) -> str:
+              stored_as: Mapping[str, str] | None = None, bases: Mapping[str, str] | None = None,
+              block: bool = False) -> str:
+    """The C argument passing tensor `name` (`block`: the weights are members of one struct, addressed from the
+    run function's base pointer, packager.weights_block)."""
     tensor = plan.tensors[name]
     root = plan.storage_of(name)
     role = plan.tensors[root].role
     skipped = plan.storage_offset(name)  # a view's bytes into its root
     if role is TensorRole.CONSTANT:
-        pointer = weight_symbol(plan, root, stored_as)
+        pointer = member_pointer(root) if block else weight_symbol(plan, root, stored_as)
     elif role in (TensorRole.INPUT, TensorRole.OUTPUT) and root in io_pointer:
         pointer = io_pointer[root]
     elif role is TensorRole.STATE:
@@ -140,11 +144,11 @@ def _call_lines(step: int, kernel_call: str, failure: str | None, profile_calls:
 
 def _kernel_call(plan: ExecutionPlan, M: str, call: KernelCall, offsets: Mapping[str, int],
                  io_pointer: dict[str, str], stored_as: Mapping[str, str] | None = None,
-                 bases: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+                 bases: Mapping[str, str] | None = None, block: bool = False) -> tuple[str, str | None]:
     """The C call of `call` (no `;`) and the status the run returns when it returns nonzero (None: it returns
     nothing): a generated kernel's (`stored_as`: the weights another model stores, packager.several), or a
     row-wise input's band helper's (packager/templates/lp_rows.h). `bases`: the region array of each buffer
-    not in `arena` (packager.region_arenas)."""
+    not in `arena` (packager.region_arenas). `block`: the weights are one struct's members (packager.weights_block)."""
     bases = bases or {}
     rows = plan.row_input
     fetch = None if rows is None else rows.fetch_of(call)
@@ -158,7 +162,7 @@ def _kernel_call(plan: ExecutionPlan, M: str, call: KernelCall, offsets: Mapping
         band = plan.storage_of(keep.band)
         return (f"lp_rows_keep({bases.get(band, 'arena')} + {offsets[band] + keep.offset}u, "
                 f"{plan.tensors[keep.halo].nbytes}u, {_at(plan.storage_of(keep.halo), offsets, bases)})", None)
-    args = ", ".join(_argument(plan, a, offsets, io_pointer, stored_as, bases) for a in call.args)
+    args = ", ".join(_argument(plan, a, offsets, io_pointer, stored_as, bases, block) for a in call.args)
     return f"{call.kernel}({args})", f"{M}_ERROR_INDEX_OUT_OF_RANGE" if call.checks_indices else None
 
 
@@ -203,7 +207,8 @@ def _static_faster_call(plan: ExecutionPlan, inputs: list[IoTensor], outputs: li
 
 def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], offsets: dict[str, int],
                   buffers: list[Buffer], arena_bytes: int, alignment: int, profile_calls: bool = False,
-                  shared: SharedArena | None = None, regions: Sequence[RegionArena] = ()) -> str:
+                  shared: SharedArena | None = None, regions: Sequence[RegionArena] = (),
+                  weights_block: bool = False) -> str:
     """The entry function. Built with -D<MODEL>_POISON_ARENA, it fills every arena byte that no live buffer
     holds with 0xA5 before each call: a plan that let a kernel read bytes it does not own fails its self-test.
 
@@ -218,7 +223,10 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     `buffers` and `arena_bytes` are then the last region's) the entry function is `<model>_run_with_arenas`, on
     one arena per region (`arenas[k]`; the test build poisons each), and `<model>_run_with_arena` passes it the
     caller's arena for the last region and the static arrays for the others (the model's, or with `shared` the
-    bundle's), all under `<MODEL>_NO_STATIC_ARENA` (packager.region_arenas)."""
+    bundle's), all under `<MODEL>_NO_STATIC_ARENA` (packager.region_arenas).
+
+    With `weights_block` (never with `shared`) the weights are the members of one struct, each passed as the run
+    function's one base pointer plus its member's offset (packager.weights_block)."""
     m, M = plan.model, macro_prefix(plan.model)
     in_arena = io_in_arena(inputs, outputs)
     single = len(inputs) == 1 and len(outputs) == 1
@@ -264,12 +272,14 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         f"    return {M}_ERROR_NULL_ARGUMENT;",
         "  }",
         *_arena_checks(M, regions, arena_bytes),
+        *(base_lines(plan) if weights_block else ()),
     ]
     if profile_calls:
         lines.append("  lp_profile_empty_region(); /* what the counter counts of itself, for each call's count */")
     for step, call in enumerate(plan.calls):
         layers = "; ".join(call.layers) or "(no layer name)"
-        kernel_call, failure = _kernel_call(plan, M, call, offsets, io_pointer, shared and shared.stored_as, bases)
+        kernel_call, failure = _kernel_call(plan, M, call, offsets, io_pointer, shared and shared.stored_as, bases,
+                                            weights_block)
         lines += [f"  /* {step}: {comment(layers)} */", *_poison_lines(M, gaps[step]),
                   *_call_lines(step, kernel_call, failure, profile_calls)]
     call_args = "" if in_arena else ", input, output" if single else ", inputs, outputs"

@@ -48,6 +48,9 @@ class BuildConfig:
     # the models of a bundle of several (packager.several), each with its own kernels and run function; empty: the
     # bundle is its one model
     members: tuple[str, ...] = ()
+    # a one-model bundle's weights are the members of one struct, addressed from one base pointer in the run
+    # function (packager.weights_block; Backend.weights_block)
+    weights_block: bool = False
 
     @property
     def has_device_flags(self) -> bool:

@@ -58,13 +58,14 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     plan, m = bundle.plan, bundle.plan.model
     inputs, outputs = bundle_io(bundle)
     arena = bundle.memory.arena_bytes
+    block = weights_block(bundle.config, bool(bundle.regions))
     files = {
         f"{m}.h": write_header(plan, inputs, outputs, arena, bundle.alignment, bundle.regions),
         **library_sources(plan, kernel_files(m, bundle), bundle.kernel_signatures, bundle.requantize_roundings,
                           bundle.helper_libraries, bundle.constants, bundle.alignment, bundle.signal_helpers,
-                          sections=bool(bundle.regions)),
+                          sections=bool(bundle.regions), block=block),
         f"{m}_model.c": write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers, arena, bundle.alignment,
-                                      regions=bundle.regions),
+                                      regions=bundle.regions, weights_block=block),
         "selftest.c": write_selftest(plan, inputs, outputs, bundle.vectors),
         "Makefile": write_makefile(m, bundle.config),
         "CMakeLists.txt": write_cmakelists(m, bundle.config),
@@ -74,7 +75,8 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     profiled = runner.profiled_model_source(m) if runner is not None else None
     if profiled is not None:
         files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
-                                        arena, bundle.alignment, profile_calls=True, regions=bundle.regions)
+                                        arena, bundle.alignment, profile_calls=True, regions=bundle.regions,
+                                        weights_block=block)
     return write_checked_files(out_dir, files, m, bundle.config)
 
 
@@ -104,19 +106,28 @@ def bundle_io(bundle: BundleInputs) -> tuple[list[IoTensor], list[IoTensor]]:
 def library_sources(plan: ExecutionPlan, kernel_files: dict[str, str], kernel_signatures: tuple[KernelSignature, ...],
                     requantize_roundings: tuple[str, ...], helper_libraries: tuple[HelperLibrary, ...],
                     constants: dict[str, np.ndarray],
-                    alignment: int, signal_helpers: tuple[str, ...] = (), sections: bool = False) -> dict[str, str]:
+                    alignment: int, signal_helpers: tuple[str, ...] = (), sections: bool = False,
+                    block: bool = False) -> dict[str, str]:
     """The library's files that neither the call order nor the memory plan changes, by file name: the
     internal header (with the helpers the kernels call), the kernel sources (`kernel_files`: file name -> the
     kernels' C) and the weights (`alignment` in bytes; `sections`: each weight array after the weights' section
-    macro, for a profile of several RAM regions). The compiler writes and compiles them early
+    macro, for a profile of several RAM regions; `block`: the weights as one struct, `weights_block`). The compiler
+    writes and compiles them early
     (tvm_ext.compile.early_objects)."""
     m = plan.model
     return {
         f"{m}_internal.h": write_internal_header(plan, kernel_signatures, requantize_roundings, helper_libraries,
-                                                 signal_helpers, alignment),
+                                                 signal_helpers, alignment, block=block),
         **{source: kernel_file_text(m, source, text) for source, text in kernel_files.items()},
-        f"{m}_weights.c": write_weights(plan, constants, alignment, sections),
+        f"{m}_weights.c": write_weights(plan, constants, alignment, sections, block),
     }
+
+
+def weights_block(config: BuildConfig, sections: bool) -> bool:
+    """Whether a one-model bundle built with `config` stores its weights as one struct (packager.weights_block):
+    when its profile's backend asks for it (BuildConfig.weights_block), but not with `sections` (several RAM
+    regions: each array then carries the weights' section macro)."""
+    return config.weights_block and not sections
 
 
 def kernel_file_text(model: str, source: str, kernels_c: str) -> str:

@@ -11,6 +11,7 @@ from packager.c_types import c_prototype, c_type_of
 from packager.c_text import macro_prefix
 from packager.fixed_point_c import requantize_helpers_c
 from packager.signal_c import signal_helpers_c
+from packager.weights_block import block_declaration
 
 
 def weight_symbol(plan: ExecutionPlan, tensor_name: str, stored_as: Mapping[str, str] | None = None) -> str:
@@ -56,12 +57,13 @@ def alignment_macro(M: str, alignment: int, on_misaligned: str | None = None) ->
 def write_internal_header(
     plan: ExecutionPlan, kernels: Sequence[KernelSignature], requantize_roundings: tuple[str, ...],
     helper_libraries: Sequence[HelperLibrary] = (), signal_helpers: Sequence[str] = (), alignment: int = 16,
-    stored_as: Mapping[str, str] | None = None,
+    stored_as: Mapping[str, str] | None = None, block: bool = False,
 ) -> str:
     """The internal header: the `kernels`' prototypes, the requantization helpers they call, the backend
     helper libraries they call (`helper_libraries`), the signal-library helpers they call (`signal_helpers`,
     C names), the weights (each under its `weight_symbol`, `stored_as` naming those stored by another model),
-    and the alignment macro (`alignment` in bytes: the arena's and the weights')."""
+    and the alignment macro (`alignment` in bytes: the arena's and the weights'). With `block` the weights are the
+    members of one struct instead (packager.weights_block: its type and its one object)."""
     M = macro_prefix(plan.model)
     guard = f"{M}_INTERNAL_H"
     lines = [
@@ -86,11 +88,12 @@ def write_internal_header(
     lines += [library.c_text(plan.model) for library in helper_libraries]
     if signal_helpers:
         lines += [signal_helpers_c(signal_helpers)]
-    lines += [
-        "/* Weights (const: they stay in flash). */",
-    ]
-    for tensor in plan.constants():
-        symbol = weight_symbol(plan, tensor.name, stored_as)
-        lines.append(f"extern const {c_type_of(tensor.dtype)} {symbol}[{tensor.elements}];")
+    if block:
+        lines += block_declaration(plan, alignment)
+    else:
+        lines.append("/* Weights (const: they stay in flash). */")
+        for tensor in plan.constants():
+            symbol = weight_symbol(plan, tensor.name, stored_as)
+            lines.append(f"extern const {c_type_of(tensor.dtype)} {symbol}[{tensor.elements}];")
     lines += ["", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

@@ -32,6 +32,10 @@ ORIGINAL_VAR_NAMES_ATTR = "tvm_ext.original_var_names"  # generated var name -> 
 # main's attribute set by the ONNX frontend on a quantized ONNX model: its quantize and dequantize are ONNX's
 # QuantizeLinear and DequantizeLinear, computed as onnxruntime computes them (the int8 pass's ONNX mode).
 ONNX_QUANTIZATION_ATTR = "tvm_ext.onnx_quantization"
+# main's attribute set by the int8 pass on a model of fewer MACs than its backend's helpers pay for
+# (`KernelSchedules.helper_min_macs`): its MAC kernels take no paired weights, and tvm_ext.lower schedules them as
+# TVM's loop nests with one accumulator and no MAC helper.
+PLAIN_MAC_KERNELS_ATTR = "tvm_ext.plain_mac_kernels"
 # Attributes of the kernels' PrimFuncs:
 NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"  # how many of the last parameters are outputs (extract_plan -> codegen)
 OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"  # per input operand, the TE kernel parameter it is (int8 emitter)

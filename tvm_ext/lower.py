@@ -29,9 +29,10 @@ from tvm_ext.layers import (
     LOWERED_FOR_ATTR,
     ONNX_QUANTIZATION_ATTR,
     ORIGINAL_VAR_NAMES_ATTR,
+    PLAIN_MAC_KERNELS_ATTR,
     keeping_layers,
 )
-from tvm_ext.plan.macs import with_mac_counts
+from tvm_ext.plan.macs import mac_count_of, with_mac_counts
 from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from tvm_ext.transform import (
@@ -193,12 +194,24 @@ class ScheduleKernels:
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         schedules = kernel_schedules_of(self.profile)
         onnxruntime_products = ONNX_QUANTIZATION_ATTR in (mod["main"].attrs or {})
+        plain = PLAIN_MAC_KERNELS_ATTR in (mod["main"].attrs or {})
+
+        def float_tiles(func: tirx.PrimFunc) -> tuple[int, ...]:
+            """The float tiles ``func`` tries: one accumulator (a tile of 1) for a MAC kernel below the backend's
+            `KernelSchedules.float_tile_min_macs` (its MACs of one call, CountMacs), else the backend's (a kernel
+            without MACs too: a pool's or a mean's sums keep their tile)."""
+            macs = mac_count_of(func)
+            return (1,) if 0 < macs < schedules.float_tile_min_macs else schedules.float_channel_tiles
 
         def schedule(func: tirx.PrimFunc, mac) -> tirx.PrimFunc:
-            """``func`` scheduled with the MAC schedules ``mac``."""
+            """``func`` scheduled with the MAC schedules ``mac`` (a MAC kernel of a model marked
+            PLAIN_MAC_KERNELS_ATTR: with one accumulator and no helper)."""
             # A quantized ONNX model's float convolutions sum as MLAS's im2col: (channel, row, column).
             ordered = func if onnxruntime_products else taps_row_first(func)
-            func = inline_intermediates(ordered, schedules.output_channel_tile, mac, schedules.float_channel_tiles)
+            if plain and mac_count_of(func) > 0:
+                func = inline_intermediates(ordered, 1, None, (1,))
+            else:
+                func = inline_intermediates(ordered, schedules.output_channel_tile, mac, float_tiles(func))
             return (func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, mlas_block_taps(ordered))
                     if onnxruntime_products else func)
 

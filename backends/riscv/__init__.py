@@ -35,7 +35,7 @@ def emulated_runner(profile: Profile) -> Optional[RiscvRunner]:
 
 
 RISCV = Backend("riscv", RISCV_HELPERS, emulated_runner, no_kind_targets,
-                rounding_forms={SMALL_RIGHT_SHIFT: SMALL_RIGHT_SHIFT_MULH})
+                rounding_forms={SMALL_RIGHT_SHIFT: SMALL_RIGHT_SHIFT_MULH}, weights_block=True)
 """The RISC-V backend; its bundles' "double_small" requantization in the form of RV32IM's MULH
 (`packager.fixed_point_c.SMALL_RIGHT_SHIFT_MULH`: rv32imc, kws_gru24_31x13, 510,054 -> 493,048 instructions and
 37,266 -> 32,660 B of code)."""

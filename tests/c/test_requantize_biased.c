@@ -5,7 +5,10 @@
  * the rounding right shift of either sign (and their neighbours) and drawn ones, multipliers 0, 1, 2^30, INT32_MAX
  * and drawn ones, zero points from -128 to 127 and beyond where the bias stays within 2^30 - 2 (the bias computed
  * as backends/cortex_m/schedules/biased_requantize.py does). Built by tests/backends/cortex_m/
- * test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU (SMMLAR, SSAT with its shift).
+ * test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU (SMMLAR, SSAT with its shift),
+ * and by tests/backends/riscv/test_riscv_helpers_c.py with the RISC-V out-of-line form
+ * (backends/riscv/helpers/templates/requantize_biased_call.h.in, LP_REQUANTIZE_BIASED_S8_CALL defined), checked
+ * beside the inlined one, on the host and under QEMU virt.
  * Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +37,14 @@ static void check(int32_t acc, int32_t multiplier, int32_t right, int32_t zero_p
     const int32_t want = lp_requantize_double_small(acc, multiplier, -right) + zero_point;
     const int32_t got = lp_requantize_biased(acc, multiplier, right, bias);
     const int32_t want_s8 = lp_saturate_int8(want), got_s8 = lp_requantize_biased_s8(acc, multiplier, right, bias);
+#if defined(LP_REQUANTIZE_BIASED_S8_CALL)
+    const int32_t got_call = lp_requantize_biased_s8_call(acc, multiplier, right, bias);
+    checks += 1;
+    if (got_call != want_s8 && failures++ < 8) {
+        printf("FAIL acc %ld multiplier %ld right %ld zero point %ld: out of line got %ld, expected %ld\n", (long)acc,
+               (long)multiplier, (long)right, (long)zero_point, (long)got_call, (long)want_s8);
+    }
+#endif
     checks += 2;
     if ((got != want || got_s8 != want_s8) && failures++ < 8) {
         printf("FAIL acc %ld multiplier %ld right %ld zero point %ld: got %ld (s8 %ld), expected %ld (s8 %ld)\n",

@@ -4,7 +4,8 @@
  * mode). Sums: every value in -70000..70000 (every tie of the multipliers 1/2, 1/4 and 3/8 in the output's range),
  * around 2^24, 2^31 - 1 and -2^31 (where float32(acc) rounds), and drawn over the whole int32 range; multipliers: the
  * ties', drawn ones over 2^-30..2^2 (their products near every half), the smallest normal and a subnormal one, and
- * 1e30 (overflow to infinity); clamps: int8's bounds around zero points -128..127 and narrower ones. Built by
+ * 1e30 (overflow to infinity), and infinite ones (times nonzero sums); clamps: int8's bounds around zero points
+ * -128..127 and narrower ones. Built by
  * tests/packager/test_requantize_float32_in_c.py on the host (strict warnings, sanitizers) and for rv32imc under
  * QEMU (soft float: the reference is the C library's). Prints "ok <count>" and exits 0, or names the first
  * failures and exits 1. */
@@ -78,6 +79,12 @@ int main(void)
             check(edges[e], ldexpf(1.5f, exponent), -128, 127);
             check(edges[e], ldexpf(1.9999999f, exponent), -255, 255);
         }
+    }
+    /* an infinite multiplier times a nonzero sum: the bound of the product's sign (no float operation in ours) */
+    static const int32_t nonzero[] = {1, -1, 70000, -70000, 2147483647, -2147483647 - 1};
+    for (size_t e = 0; e < sizeof nonzero / sizeof nonzero[0]; ++e) {
+        check(nonzero[e], INFINITY, -128, 127);
+        check(nonzero[e], -INFINITY, -100, 27);
     }
     if (failures != 0) {
         printf("FAIL %ld of %ld\n", (long)failures, (long)checks);

@@ -31,7 +31,7 @@ from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, OperatorSupport
 from packager import BundleFacts, BundleInputs, TestCase, TestVectors, finish_bundle, write_bundle
 from packager.build import BuildError, build_bundle, library_variables, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
-from packager.bundle import library_sources
+from packager.bundle import library_sources, weights_block
 from packager.selftest_verdict import SelftestResult
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
@@ -905,7 +905,8 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
     files = {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
                                tuple(source.signatures.values()), source.requantize_roundings, source.helper_libraries,
                                generated.constants, profile.alignment_bytes, source.signal_helpers,
-                               sections=len(profile.memory_regions) > 1),
+                               sections=len(profile.memory_regions) > 1,
+                               block=weights_block(config, len(profile.memory_regions) > 1)),
              "Makefile": write_makefile(model, config)}
     if config.emulated is not None:  # the self-test ELF's rules: the Makefile includes them
         files.update(config.emulated.build_rule_files(model, config))
@@ -1041,5 +1042,6 @@ def build_config(profile) -> BuildConfig:
         runs_on_host=profile.qemu_board is None,
         emulated=backend_of(profile).emulated_runner(profile),
         units=tuple(UnitBuild(unit.name, unit.c_compiler, unit.cflags) for unit in profile.units),
+        weights_block=backend_of(profile).weights_block,
     )
 

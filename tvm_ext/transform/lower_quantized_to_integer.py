@@ -37,10 +37,12 @@ from tvm.ir import Op
 
 from ..frontend.tflite_ops.quantized import QUANTIZED_MODEL_ATTR
 from ..kernels import Rounding
-from ..layers import FALLBACK_ATTR, ONNX_QUANTIZATION_ATTR, LayerRecord, bindings_of, constant_bytes, with_layers
+from ..layers import (FALLBACK_ATTR, ONNX_QUANTIZATION_ATTR, PLAIN_MAC_KERNELS_ATTR, LayerRecord, bindings_of,
+                      constant_bytes, with_layers)
 from ..model_check.operator_support import TFLITE_16X8_OPS
 from .int8 import LOWERINGS, edges, onnx_qlinear
 from .int8.emit import KernelEmitter
+from .int8.graph_macs import graph_macs
 from .int8.graph import Graph, describe, is_call_to
 from .int8.lowering import FlashBudget, LoweringContext, Mismatch, Site
 
@@ -176,6 +178,12 @@ class _MainRewriter:
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
         choices = _backend_choices(options.schedules)
+        # a model of fewer MACs than the backend's MAC helpers pay for: plain MAC kernels, no paired weights (a model
+        # whose MACs are not all counted never)
+        macs = graph_macs(func) if options.schedules is not None and options.schedules.helper_min_macs else None
+        self.plain = macs is not None and macs < options.schedules.helper_min_macs
+        if self.plain:
+            choices["paired_weights"] = False
         if options.flash_bytes is not None:
             constants = constant_bytes(func)
             if choices.get("paired_weights"):
@@ -200,6 +208,8 @@ class _MainRewriter:
         attrs = {key: self.func.attrs[key] for key in ("num_input", ONNX_QUANTIZATION_ATTR) if key in self.func.attrs}
         if self.fallback_layers:
             attrs[FALLBACK_ATTR] = self.fallback_layers
+        if self.plain:
+            attrs[PLAIN_MAC_KERNELS_ATTR] = True
         new_mod = self.bb.get()
         main = new_mod["main"]
         for key, value in attrs.items():

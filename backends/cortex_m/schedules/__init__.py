@@ -108,7 +108,7 @@ from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_pay, widened_rows_pay
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.float_tiles import float_tiles_calls
-from backends.cortex_m.schedules.helium_add import helium_add_int8
+from backends.cortex_m.schedules.helium_add import helium_add_int8, helium_adds_pay
 from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium_qlinear_conv
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
@@ -255,6 +255,7 @@ class HeliumMacSchedules(DualMacSchedules):
     # (keyword_scrambled 29,833 -> 32,158 instructions, where cortex-m4f's went 47,453 -> 44,194); MAX_POOL_2D's
     # taps by the maximum's Helium twin (16 lanes a VMAX)
     extern_calls = staticmethod(functools.partial(extern_helper_calls, state_shift=False, max_ops=HELIUM_MAX_OPS))
+    flatten_odd_pixel_rows = staticmethod(functools.partial(flatten_odd_pixel_rows, odd_only=False))
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_float_or_int_replacement))
     replacement = staticmethod(helium_replacement)
     channel_tiles = staticmethod(depthwise_channel_tiles)
@@ -363,7 +364,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on cores with the DSP
     extension (Helium's: the maximum's Helium twin) and PAD as copy runs on DSP cores without MVE (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`), and an int8 QLinearConv as Helium's (`helium_qlinear`); int8 SOFTMAX as one
+    on cores with MVE where the model's ADDs pay it (`helium_add`, `helium_adds_pay`), and an int8 QLinearConv as
+    Helium's (`helium_qlinear`); int8 SOFTMAX as one
     call of the softmax helper on cores with the DSP extension, MVE's too (`softmax_rows`); int8 BATCH_MATMUL as the
     batch matmul helper's calls on DSP cores without MVE and its Helium twin's on cores with MVE (`batch_matmul`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
@@ -386,6 +388,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # ... widened to int16 where the model's layers pay the helpers and the flash holds them
         widened_rows_pay=widened_rows_pay if dsp_only else None,
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        int8_add_pays=helium_adds_pay if has_mve(profile) else None,
         # the DSP cores' ADD, SUB and SQUARED_DIFFERENCE from their operands' tabled values (measured on cortex-m4f), on
         # Helium too where its own ADD does not take the operator (two computed operands of one shape): cortex-m55's
         # generic kernels took 13-14 instructions per output byte (vit3h_28: 1,756,137 -> 1,663,818 instructions,

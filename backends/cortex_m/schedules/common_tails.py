@@ -36,7 +36,8 @@ import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 
-from tvm_ext.tir.tir_walk import buffer_loads, map_child_stmts, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import (buffer_loads, map_child_stmts, map_leaves, map_nodes, vars_read, walk,
+                                  with_root_loops_replaced)
 
 
 @dataclass(frozen=True)
@@ -137,17 +138,62 @@ def _chosen_tail(condition, then_tail: tirx.Stmt, else_tail: tirx.Stmt,
     return _with_call(then_tail, else_tail, call)
 
 
-def _hoisted(stmt: tirx.Stmt, choices: Mapping[str, TailChoice]) -> tirx.Stmt:
+def _chosen_loops(condition, then_tail: tirx.Stmt, else_tail: tirx.Stmt,
+                  choices: Mapping[str, TailChoice]) -> Optional[tirx.Stmt]:
+    """``_chosen_tail`` through loops: ``then_tail`` with its one call of an op of ``choices`` made the call
+    ``_chosen_tail`` makes of it and ``else_tail``'s one such call, where the two tails are otherwise the same
+    statements (their loops' variables apart: a kernel's own channel-tile loop around its window MAC's call, its
+    zeroed sums and its epilogue alike in both branches); None where they are not, or where a chosen argument
+    reads a variable of ``else_tail``'s loops."""
+    found = [[node for node in walk(tail) if isinstance(node, s_tir.SBlockRealize)
+              and (call := _call_of(node)) is not None and call.op.name in choices] for tail in (then_tail, else_tail)]
+    if any(len(calls) != 1 for calls in found):
+        return None
+    (mine,), (theirs,) = found
+    marker = tirx.Evaluate(tirx.const(0, "int32"))
+    if not tvm_ffi.structural_equal(*(map_nodes(tail, lambda node, call=call: marker if node.same_as(call) else None)
+                                      for tail, call in ((then_tail, mine), (else_tail, theirs)))):
+        return None
+    loop_vars = [[node.loop_var for node in walk(tail) if isinstance(node, tirx.For)] for tail in (then_tail, else_tail)]
+    renamed = dict(zip(loop_vars[1], loop_vars[0]))
+    call = _call_of(theirs)
+    own = [region.source for region in [*mine.block.reads, *mine.block.writes]]
+    block = theirs.block
+    if any(_reads_any(region, renamed) and not any(region.source.same_as(source) for source in own)
+           for region in [*block.reads, *block.writes]):
+        return None  # a region of the other branch's own buffer that moves with its loops
+    # the other call, its loops' variables the first's, its regions that move with them left to the first's
+    other = s_tir.SBlockRealize([], theirs.predicate, s_tir.SBlock(
+        [], [r for r in block.reads if not _reads_any(r, renamed)],
+        [r for r in block.writes if not _reads_any(r, renamed)], block.name_hint,
+        tirx.Evaluate(tvm.ir.Call(call.op, [map_leaves(arg, lambda leaf: renamed.get(leaf, leaf)) for arg in call.args],
+                                  call.attrs, ret_ty=call.ty)),
+        None, [], [], block.annotations))
+    merged = _chosen_tail(condition, mine, other, choices)
+    if merged is None or renamed.keys() & set(tirx.analysis.undefined_vars(merged)):
+        return None
+    return map_nodes(then_tail, lambda node: merged if node.same_as(mine) else None)
+
+
+def _reads_any(region, variables) -> bool:
+    """Whether the buffer region ``region``'s bounds read a variable of ``variables``."""
+    return any(var in variables for extent in region.region
+               for var in vars_read(tirx.Evaluate(extent.min + extent.extent)))
+
+
+def _hoisted(stmt: tirx.Stmt, choices: Mapping[str, TailChoice], through_loops: bool = False) -> tirx.Stmt:
     """``stmt`` with every test under it (not inside blocks) whose branches end with the same statement
-    (or calls ``choices`` merges) rewritten to run that statement once after it, innermost tests first."""
+    (or calls ``choices`` merges; with ``through_loops``, loops around such calls: ``_chosen_loops``) rewritten
+    to run that statement once after it, innermost tests first."""
     if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)):
         return stmt
-    stmt = map_child_stmts(stmt, lambda child: _hoisted(child, choices))
+    stmt = map_child_stmts(stmt, lambda child: _hoisted(child, choices, through_loops))
     if not isinstance(stmt, tirx.IfThenElse) or stmt.else_case is None:
         return stmt
     (then_head, then_tail), (else_head, else_tail) = _split_tail(stmt.then_case), _split_tail(stmt.else_case)
     same = tvm_ffi.structural_equal(then_tail, else_tail)
-    tail = then_tail if same else _chosen_tail(stmt.condition, then_tail, else_tail, choices)
+    merge = _chosen_loops if through_loops else _chosen_tail
+    tail = then_tail if same else merge(stmt.condition, then_tail, else_tail, choices)
     if tail is None or _declared(then_head + else_head) & set(tirx.analysis.undefined_vars(tail)):
         return stmt
     then_rest, else_rest = _sequence(then_head), _sequence(else_head)
@@ -160,8 +206,10 @@ def _hoisted(stmt: tirx.Stmt, choices: Mapping[str, TailChoice]) -> tirx.Stmt:
     return tirx.SeqStmt([test, tail])
 
 
-def common_tails(func: tirx.PrimFunc, choices: Optional[Mapping[str, TailChoice]] = None) -> tirx.PrimFunc:
+def common_tails(func: tirx.PrimFunc, choices: Optional[Mapping[str, TailChoice]] = None,
+                 through_loops: bool = False) -> tirx.PrimFunc:
     """``func`` with each test in its loops whose two branches end with the same statement, or with calls of an op
-    of ``choices`` (None: none) that its `TailChoice` makes one, running that statement once after the test (see
-    the module)."""
-    return with_root_loops_replaced(func, lambda loop: _hoisted(loop, choices or {}))
+    of ``choices`` (None: none) that its `TailChoice` makes one (with ``through_loops``, also the same loops and
+    sequences around such calls: ``_chosen_loops``), running that statement once after the test (see the
+    module)."""
+    return with_root_loops_replaced(func, lambda loop: _hoisted(loop, choices or {}, through_loops))

@@ -68,8 +68,9 @@ from backends.cortex_m.helpers.helium_c import (choose_helper_name, conv_tiles_h
 from backends.cortex_m.schedules import pixel_pairs
 from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
-from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOGUE, LUT_ENTRIES, REQUANTIZE_S8_LUT_OPS,
-                                                              REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS, EpilogueHelper,
+from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOGUE, HELIUM_EPILOGUE, LUT_ENTRIES,
+                                                              REQUANTIZE_S8_LUT_OPS, REQUANTIZE_S8_OPS,
+                                                              REQUANTIZE_SMALL_OPS, EpilogueHelper,
                                                               requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -197,14 +198,25 @@ class ConvTileHelpers:
     """The epilogue whose loop under a channel test (``partial_tile_epilogue``: output channels padded to whole
     tiles) the core's helper of a last tile of fewer channels computes, and that helper's op per bias type; None:
     such a loop keeps its tiles."""
+    partial_overlaps: bool = False
+    """Whether ``partial``'s helper is the fused tiles' own, whose last tile is the last four channels overlapping
+    the tile before (Helium's): it takes a loop of at least a tile's channels, unpriced, as it is smaller than the
+    loop it replaces (the dual MAC's calls, the scalar epilogue under its channel test); else the core's helper of a
+    last tile of fewer channels (the DSP cores'), taken where its inlined code pays (``partial_tiles_pay``)."""
 
 
 HELIUM_EPILOGUE_FORMS = with_tables(REQUANTIZE_S8_OPS, REQUANTIZE_S8_LUT_OPS)
 """The Helium vector epilogue's ops per form (bias type, with or without a table), whose tile loops the fused tiles
 take."""
-HELIUM_CONV_TILES = ConvTileHelpers(HELIUM_EPILOGUE_FORMS, HELIUM_TILES_OPS)
-"""Helium's: the vector epilogue (a table after it where the layer has one), ``helium_conv_tiles.h.in``, inlined."""
-HELIUM_SHARED_CONV_TILES = ConvTileHelpers(HELIUM_EPILOGUE_FORMS, HELIUM_SHARED_TILES_OPS)
+HELIUM_CONV_TILES = ConvTileHelpers(HELIUM_EPILOGUE_FORMS, HELIUM_TILES_OPS,
+                                    partial=(HELIUM_EPILOGUE, HELIUM_TILES_OPS), partial_overlaps=True)
+"""Helium's: the vector epilogue (a table after it where the layer has one), ``helium_conv_tiles.h.in``, inlined; a
+channel count that is not a multiple of four (output channels the lowering padded to whole tiles, the last tile's
+epilogue a scalar loop under the channel test) the same helper of that count, its last tile the last four channels
+(resnet8_w15_40x24_int8 on cortex-m55: its 15-, 30- and 45-channel convolutions had kept the dual MAC's calls and a
+scalar epilogue per tile)."""
+HELIUM_SHARED_CONV_TILES = ConvTileHelpers(HELIUM_EPILOGUE_FORMS, HELIUM_SHARED_TILES_OPS,
+                                           partial=(HELIUM_EPILOGUE, HELIUM_SHARED_TILES_OPS), partial_overlaps=True)
 """Helium's, calling the bundle's one out-of-line copy (its sizes read at run time): the kernels the bundle's choice
 gives it (``shared_conv_tiles``)."""
 DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS,
@@ -534,8 +546,9 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
     channels = int(loop.extent) * helpers.tile
     tiles = helpers.tiles
     if iteration.channels is not None:  # a last tile of fewer channels: the channel test's bound
-        if not channels - helpers.tile < iteration.channels < channels \
-                or not partial_tiles_pay(executions(enclosing), int(loop.extent)):
+        least = max(channels - helpers.tile, helpers.tile - 1) if helpers.partial_overlaps else channels - helpers.tile
+        if not least < iteration.channels < channels or (
+                not helpers.partial_overlaps and not partial_tiles_pay(executions(enclosing), int(loop.extent))):
             return None
         channels, tiles = iteration.channels, helpers.partial[1]
     start = address(requantization.args[0])

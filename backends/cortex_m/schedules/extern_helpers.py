@@ -11,7 +11,7 @@ computes exactly what it does:
   accumulators and a group's four inputs, the weights interleaved (input 4j + k of channel c of tile v at
   v * s + 16j + 4c + k from the first, the layout of ``tvm_ext.kernels.extern_mac.interleave_weights``):
   ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
-  weights per load, one call for every tile; over int16 weights (widened at compile time)
+  weights per load, one call for every tile (the matcher, RISC-V's too: ``backends.interleaved_mac``); over int16 weights (widened at compile time)
   ``<prefix>_dual_mac_s16x4_interleaved``, two channels' eight int16 weights per load (an LDM of four words);
 - a MAC reduction block under a loop of rows (whole tiles of DUAL_MAC_CHANNELS) around a loop of inputs, the
   weights in rows (input k of row r at r * K + k from the first: ``tvm_ext.kernels.extern_mac.accumulate_rows``), the
@@ -40,7 +40,6 @@ from collections import defaultdict
 from typing import Optional
 
 import numpy as np
-import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
@@ -50,14 +49,14 @@ from backends.cortex_m.helpers.copy_c import (STATE_SHIFT_HELPERS, TRANSPOSE_HEL
                                              transpose_helper_name)
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.helium_c import mac_rows_helper_name
-from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED16_MAC_HELPERS, INTERLEAVED_GROUP,
+from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED16_MAC_HELPERS,
                                                              INTERLEAVED_MAC_HELPERS,
                                                              dual_mac_interleaved16_helper_name,
                                                              dual_mac_interleaved_helper_name)
-from backends.cortex_m.schedules.conv_tiles import flat_offset, pointee
 from backends.cortex_m.schedules.row_dot import row_dot1_call
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, dual_mac_replacement, helper_call_block,
                                                   mac_reduction, register_mac_helper)
+from backends.interleaved_mac import INTERLEAVED_MAC_ACCESS, init_load, interleaved_mac_call, with_whole_accumulators
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.extern_stage import STATE_SHIFT_ANNOTATION
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -94,15 +93,7 @@ TRANSPOSE_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), Arg(4)), Axis(Ar
                                  PointerAccess(1, (Axis(Arg(3), Arg(5)), Axis(Arg(2), 1)))))
 register_helper_call(TRANSPOSE_OP, TRANSPOSE_HELPERS, transpose_helper_name, TRANSPOSE_ACCESS)
 INTERLEAVED_MAC_OP = "tvm_ext.dual_mac_s8x4_interleaved"
-# The call (acc, start, x, w, groups, tiles, w_tile_stride): acc[4v + c] and start[4v + c] for v < tiles, c < 4;
-# x[4j + k] and w[v * w_tile_stride + 16j + 4c + k] for j < groups, k < 4.
-_TILE_ACCUMULATORS = (Axis(Arg(5), DUAL_MAC_CHANNELS), Axis(DUAL_MAC_CHANNELS, 1))
-INTERLEAVED_MAC_ACCESS = HelperAccess((
-    PointerAccess(0, _TILE_ACCUMULATORS),
-    PointerAccess(1, _TILE_ACCUMULATORS),
-    PointerAccess(2, (Axis(Arg(4), INTERLEAVED_GROUP), Axis(INTERLEAVED_GROUP, 1))),
-    PointerAccess(3, (Axis(Arg(5), Arg(6)), Axis(Arg(4), DUAL_MAC_CHANNELS * INTERLEAVED_GROUP),
-                      Axis(DUAL_MAC_CHANNELS, INTERLEAVED_GROUP), Axis(INTERLEAVED_GROUP, 1)))))
+# The call of `backends.interleaved_mac.INTERLEAVED_MAC_ACCESS` (its matcher is family-neutral: `interleaved_mac_call`).
 register_helper_call(INTERLEAVED_MAC_OP, INTERLEAVED_MAC_HELPERS, dual_mac_interleaved_helper_name,
                      INTERLEAVED_MAC_ACCESS)
 INTERLEAVED16_MAC_OP = "tvm_ext.dual_mac_s16x4_interleaved"
@@ -128,7 +119,7 @@ def extern_helper_calls(func: tirx.PrimFunc, state_shift: bool = True,
     whether an SVDF state update's marked shift calls the state shift (else the ascending copy); ``max_ops``: the
     maximum's ops of two runs and of a window's runs (MAX_OPS, or Helium's HELIUM_MAX_OPS)."""
     return with_root_loops_replaced(
-        func, lambda loop: (_rows_mac_call(loop) or _interleaved_mac_call(loop) or _mac_call(loop)
+        func, lambda loop: (_rows_mac_call(loop) or interleaved_mac_call(loop, INTERLEAVED_MAC_OPS) or _mac_call(loop)
                             or row_dot1_call(loop) or copy_call(loop, state_shift) or _window_max_call(loop, max_ops[1])
                             or _max_call(loop, max_ops[0]) or _transpose_call(loop)))
 
@@ -142,54 +133,6 @@ def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     if len(loops) < 2 or not isinstance(realize, s_tir.SBlockRealize):
         return None
     return dual_mac_replacement(realize, loops)
-
-
-def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
-    """The interleaved dual MAC's call computing the loop nest ``loop`` (optionally tiles v, then groups j, then
-    DUAL_MAC_CHANNELS channels c, then INTERLEAVED_GROUP inputs k, around a MAC block over int8 inputs) when the
-    block reads x[x0 + 4j + k] and w[w0 + v * s + 16j + 4c + k] into acc[a0 + 4v + c], starting from its value
-    or from start[s0 + 4v + c] (the block's init, where it has one), every other variable fixed; else None."""
-    loops = [loop]
-    while isinstance(loops[-1].body, tirx.For):
-        loops.append(loops[-1].body)
-    realize = loops[-1].body
-    if len(loops) not in (3, 4) or not isinstance(realize, s_tir.SBlockRealize):
-        return None
-    if not all(isinstance(inner.extent, tirx.IntImm) and isinstance(inner.min, tirx.IntImm) and int(inner.min) == 0
-               for inner in loops):
-        return None
-    extents = [int(inner.extent) for inner in loops]
-    reduction = mac_reduction(realize.block, weight_dtypes=tuple(INTERLEAVED_MAC_OPS))
-    start = _init_load(realize.block, reduction)
-    if reduction is None or start is None or extents[-2:] != [DUAL_MAC_CHANNELS, INTERLEAVED_GROUP]:
-        return None
-    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
-    inner = [inner.loop_var for inner in loops]
-    offsets = AccessOffsets(bindings, inner)
-    tiled = len(loops) == 4
-    try:
-        w_tile_stride = offsets.step(reduction.weight, 0) if tiled else 0
-        accesses = [(reduction.data, (INTERLEAVED_GROUP, 0, 1), 0),
-                    (reduction.weight, (DUAL_MAC_CHANNELS * INTERLEAVED_GROUP, INTERLEAVED_GROUP, 1), w_tile_stride),
-                    (reduction.store, (0, 1, 0), DUAL_MAC_CHANNELS),
-                    (start, (0, 1, 0), DUAL_MAC_CHANNELS)]
-        corner = [extent - 1 for extent in extents]  # the nest's far corner
-        for access, steps, tile_step in accesses:
-            all_steps = ((tile_step,) if tiled else ()) + steps
-            origin = offsets.offset(access, offsets.origin)
-            if tuple(offsets.step(access, axis) for axis in range(len(loops))) != all_steps:
-                return None
-            # linear over the whole nest: its far corner where the steps put it
-            if offsets.offset(access, corner) != origin + sum(s * (e - 1) for s, e in zip(all_steps, extents)):
-                return None
-    except KeyError:
-        return None  # an index form we do not evaluate: keep the loops
-    tiles = extents[0] if tiled else 1
-    op = INTERLEAVED_MAC_OPS[str(reduction.weight.source.dtype)]
-    realize = helper_call_block(op, reduction, bindings, inner, [extents[-3], tiles, w_tile_stride],
-                                [1] * (len(reduction.store.indices) - 1) + [DUAL_MAC_CHANNELS * tiles],
-                                operands=(start, reduction.data, reduction.weight))
-    return _with_whole_accumulators(realize, DUAL_MAC_CHANNELS * tiles)
 
 
 def _rows_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
@@ -207,7 +150,7 @@ def _rows_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     rows, depth = (int(inner.extent) for inner in loops)
     realize = inputs.body
     reduction = mac_reduction(realize.block)
-    start = _init_load(realize.block, reduction)
+    start = init_load(realize.block, reduction)
     if start is None or realize.block.init is None or rows % DUAL_MAC_CHANNELS or depth < 1:
         return None
     bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
@@ -228,36 +171,7 @@ def _rows_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     realize = helper_call_block(ROWS_MAC_OP, reduction, bindings, inner, [depth, rows],
                                 [1] * (len(reduction.store.indices) - 1) + [rows],
                                 operands=(start, reduction.data, reduction.weight))
-    return _with_whole_accumulators(realize, rows)
-
-
-def _with_whole_accumulators(realize: s_tir.SBlockRealize, count: int) -> s_tir.SBlockRealize:
-    """``realize``'s helper call with its accumulators' pointer (its first argument) as a pointer of ``count``
-    elements (tvm_access_ptr): buffer compaction then keeps every accumulator the helper writes, also those the
-    kernel never reads (an LSTM's units padded to whole tiles, ``tvm_ext.kernels.lstm.interleave_gate_weights``),
-    where the element's address alone would let it shrink the buffer to what the TIR reads."""
-    call = realize.block.body.value
-    acc = pointee(call.args[0])
-    pointer = acc.source.access_ptr("rw", offset=flat_offset(acc), extent=count)
-    body = tirx.Evaluate(tirx.call_intrin("int32", call.op, pointer, *call.args[1:]))
-    block = realize.block
-    return s_tir.SBlockRealize([], True, s_tir.SBlock([], block.reads, block.writes, block.name_hint, body))
-
-
-def _init_load(block: s_tir.SBlock, reduction) -> Optional[object]:
-    """What the MAC block's sums start from: the load its init stores into the accumulator (at the same
-    indices), the accumulator's own load without an init; None for any other init."""
-    if reduction is None:
-        return None
-    if block.init is None:
-        return reduction.store.value.a
-    init = block.init
-    if not isinstance(init, tirx.BufferStore) or not isinstance(init.value, TensorLoad) \
-            or not init.buffer.same_as(reduction.store.buffer) \
-            or str(init.value.source.dtype) != "int32" or not all(
-                tvm_ffi.structural_equal(i, j) for i, j in zip(init.indices, reduction.store.indices)):
-        return None
-    return init.value
+    return with_whole_accumulators(realize, rows)
 
 
 def copy_call(loop: tirx.For, state_shift: bool = False) -> Optional[tirx.Stmt]:

@@ -22,8 +22,8 @@ from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, AccessOffsets,
 
 
 def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce: int,
-                           reduction_of: Callable[[s_tir.SBlock], Optional[MacReduction]] = mac_reduction) \
-        -> Optional[tuple[list, int]]:
+                           reduction_of: Callable[[s_tir.SBlock], Optional[MacReduction]] = mac_reduction,
+                           odd_only: bool = True) -> Optional[tuple[list, int]]:
     """Iterate the int8 MAC reduction ``block`` (its loops ``loops`` trivially bound: batch, rows, columns,
     output channels, then from ``first_reduce`` the reduction) and its epilogue by one fused pixel index
     ``row * columns + column`` when the columns are odd (a row would leave a pixel unpaired), there are
@@ -33,14 +33,17 @@ def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce
     the fused pixel: a pair's second pixel lies one pixel after the first wherever it is). Returns the new
     loops and the index of the first reduction loop, or None (left as it was). ``reduction_of``: the block's MAC
     reduction (store, input, weight loads), or None where it is none the core's helpers take (by default an int8 x
-    int8 one; the RISC-V backend's also over paired weight words)."""
+    int8 one; the RISC-V backend's also over paired weight words). Without ``odd_only``, columns of any count (Helium,
+    whose one-row windows run pixel by pixel through the fused channel tiles, `conv_tiles.pays_two_pixels`: one pixel
+    loop, not a row loop around a column loop, whose bookkeeping gcc spilled around the inlined tiles:
+    mobilenet_v2_050_64_int8 on cortex-m55, its 1x1 kernel of 8x8 pixels 316 -> 258 B)."""
     if first_reduce != 4:
         return None
     rows, columns = sch.get(loops[1]), sch.get(loops[2])
     if not all(isinstance(loop.extent, tirx.IntImm) for loop in (rows, columns)):
         return None
     extents = (int(rows.extent), int(columns.extent))
-    if extents[1] % DUAL_MAC_PIXELS == 0 or extents[0] < 2:
+    if (odd_only and extents[1] % DUAL_MAC_PIXELS == 0) or extents[0] < 2:
         return None
     realize = sch.get(loops[-1]).body
     reduction = reduction_of(realize.block) if isinstance(realize, s_tir.SBlockRealize) else None

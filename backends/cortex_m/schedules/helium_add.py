@@ -8,16 +8,22 @@ instructions per byte on a Cortex-M55; the helper's vector loop 3 (12 instructio
 compute TFLite's AddElementwise with its double rounding, bit for bit (the helper's C unit test checks every
 pair of int8 operands). Where the
 helper's contract does not hold (broadcast operands, single rounding, an int16 ADD, parameters outside its
-ranges), `helium_add_int8` gives None and the lowering keeps the generic kernel.
+ranges), `helium_add_int8` gives None and the lowering keeps the generic kernel. The helpers are one out-of-line
+copy per bundle (~600 B), priced per model (`helium_adds_pay`, `backends.backend.KernelSchedules.int8_add_pays`):
+a model whose ADDs are few and small (a small ViT's layer-norm and residual ADDs of 720-1,296 elements) keeps the
+generic kernel for every one, which fuses into the layer norm's kernel (vit2h_d30_b1_24x16_tanh_int8 on cortex-m55:
+code 7,620 -> 6,344 B, 428,129 -> 516,915 instructions).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from tvm import te, tirx
 
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers.helium_c import add_s8_helper_name, add_s8_tables_helper_name
 from backends.cortex_m.schedules.dual_mac import register_mac_helper
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero
@@ -29,17 +35,20 @@ ADD_S8_OP = "tvm_ext.add_s8"
 # kernel's own tables).
 ADD_S8_ACCESS = HelperAccess(tuple(PointerAccess(k, (Axis(Arg(3), 1),)) for k in range(3)))
 register_mac_helper(ADD_S8_OP, add_s8_helper_name, ADD_S8_ACCESS)
-ADD_S8_TABLES_OP = "tvm_ext.add_s8_tables"
-# The call (values, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift, out_shift):
-# values[k] for k < TABLE_VALUES (OPERAND_VALUES where an operand is halved), the kernel's own buffer (no parameter).
-register_mac_helper(ADD_S8_TABLES_OP, add_s8_tables_helper_name)
-
 TABLE_VALUES = 512
 """The int32 values of the helper's tables (two operands' 256): the kernel's scratch, where no operand is halved."""
 OPERAND_VALUES = 256
 """The int32 values of one operand's table: the kernel's scratch where an operand is halved (`halved_operand`:
 the helper tables the other alone), an arena buffer of 1,024 B, not 2,048 B, at the kernel's call (tcn_49x40_c44 on
 cortex-m55: each residual ADD's 2,048 B were live beside its two operands and its output)."""
+ADD_S8_TABLES_OPS = {values: f"tvm_ext.add_s8_tables{values}" for values in (TABLE_VALUES, OPERAND_VALUES)}
+"""The tables' call per count of values it writes, one helper: (values, a_offset, b_offset, left_shift, a_multiplier,
+a_shift, b_multiplier, b_shift, out_shift) writes values[k] for k < TABLE_VALUES (OPERAND_VALUES where an operand is
+halved), the kernel's own buffer (no parameter). Its access registered, its int32 arguments are values
+(`tvm_ext.transform.share_constant_variants.helper_value_arguments`), so ADD kernels of one shape differing in their
+quantization may share one kernel."""
+for _values, _op in ADD_S8_TABLES_OPS.items():
+    register_mac_helper(_op, add_s8_tables_helper_name, HelperAccess((PointerAccess(0, (Axis(_values, 1),)),)))
 
 
 def halved_operand(params: Any) -> bool:
@@ -60,6 +69,43 @@ than half of its cost below 256 outputs, where the generic kernel's place in a f
 more: an unrolled GRU's 64-element gate sums fuse with their SPLIT, LOGISTIC and MUL neighbours (a Keras
 GRU(64) over 49 steps on cortex-m55: 755,096 -> 719,351 instructions, code 95,892 -> 46,324 B, 442 -> 148
 kernels)."""
+
+HELPERS_CODE_BYTES = 604
+"""The code of the helpers' one copy per bundle, `<prefix>_add_s8_tables` and `<prefix>_add_s8` (cortex-m55: 336 B and
+268 B)."""
+GENERIC_KERNEL_EXTRA_BYTES = 80
+"""The code the generic ADD's own kernel takes more than the helper's calls, per ADD of the others (cortex-m55
+mobilenet_v2_050_64_int8: 164-192 B against 76-108 B a kernel)."""
+SPLIT_CODE_BYTES = 220
+"""The code an ADD of two elementwise kernels' results costs in the helper's calls, bytes: the generic ADD fuses with
+both into one kernel, the helper's calls leave them two (cortex-m55, a layer norm's: vit3h_d36_b2_20_int8 219,
+vit2h_d30_b1_24x16_tanh_int8 257, vit_tiny_16_int8 89, where its three layer norms' pieces share kernels)."""
+SAVED_PER_ELEMENT = 12.5
+"""The instructions the helper saves per output element over the generic ADD's own kernel, its tables' call included
+(cortex-m55, ADDs of 320-4,096 elements: 9.9-15.0, mobilenet_v2_050_64_int8's of 4,096 60,565 -> 14,359)."""
+SAVED_PER_FUSED_ELEMENT = 27.0
+"""The same over the generic ADD fused with the elementwise kernels of both its operands (cortex-m55, a layer norm's,
+the model's other ADDs at SAVED_PER_ELEMENT: vit3h_d36_b2_20_int8 29, vit2h_d30_b1_24x16_tanh_int8 25,
+vit_tiny_16_int8 18.5)."""
+
+
+def helium_adds_pay(adds: Sequence[tuple[int, bool]]) -> bool:
+    """Whether the helper pays in a model whose int8 ADDs of two computed operands of one shape are ``adds``
+    ((output elements, whether both operands are elementwise kernels' results) each): the instructions it saves on
+    those it takes (FEWEST_ELEMENTS or more: SAVED_PER_ELEMENT or SAVED_PER_FUSED_ELEMENT an element) at least the
+    code it costs at the one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`): its one copy, and
+    SPLIT_CODE_BYTES an ADD of elementwise results, less GENERIC_KERNEL_EXTRA_BYTES an ADD of the others.
+    Measured on cortex-m55, the generic kernel for every ADD against the helper:
+    vit2h_d30_b1_24x16_tanh_int8 (three layer norms' ADDs of 720 elements, three others) 1,276 B less code for
+    88,786 instructions more (does not pay), vit3h_d36_b2_20_int8 (five layer norms' of 900, four others) 1,648 B
+    for 175,350 (pays, narrowly), mobilenet_v3s_min_050_80_int8 (seven residual ADDs of 432-1,600) 404 B for 64,580
+    (pays), mobilenet_v3s_055_64_int8 (seed 59; five of 384-1,024) 92 B for 33,129 (pays)."""
+    taken = [(count, fused) for count, fused in adds if count >= FEWEST_ELEMENTS]
+    saved = sum((SAVED_PER_FUSED_ELEMENT if fused else SAVED_PER_ELEMENT) * count for count, fused in taken)
+    code = HELPERS_CODE_BYTES + SPLIT_CODE_BYTES * sum(fused for _, fused in taken) \
+        - GENERIC_KERNEL_EXTRA_BYTES * sum(not fused for _, fused in taken)
+    return bool(taken) and saved >= code * INSTRUCTIONS_PER_BYTE
+
 
 LARGEST_LEFT_SHIFT = 22
 """The helper's largest left shift: (x + offset) << left_shift stays below 2^30 for |x + offset| <= 255, and
@@ -93,8 +139,8 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
         *params.output, int(output_zero_point), max(int(activation.low), -128), min(int(activation.high), 127)))
 
     def build(ins, outs):
-        values = tirx.decl_buffer((OPERAND_VALUES if halved_operand(params) else TABLE_VALUES,), "int32",
-                                  name="add_tables")
+        table_values = OPERAND_VALUES if halved_operand(params) else TABLE_VALUES
+        values = tirx.decl_buffer((table_values,), "int32", name="add_tables")
         index = str(outs[0].shape[0].ty.dtype)
 
 
@@ -106,7 +152,8 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
                 tirx.const(length, "int32"), tables, *operands, *output))
 
         runs, rest = divmod(count, RUN)
-        steps = [tirx.Evaluate(tirx.call_intrin("int32", ADD_S8_TABLES_OP, tables, *operands, output[1]))]
+        steps = [tirx.Evaluate(tirx.call_intrin("int32", ADD_S8_TABLES_OPS[table_values], tables, *operands,
+                                                output[1]))]
         if runs:
             r = tirx.Var("r", index)
             steps.append(tirx.For(r, tirx.const(0, index), tirx.const(runs, index), tirx.ForKind.SERIAL,

@@ -46,13 +46,18 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   four units (`tvm_ext.kernels.extern_mac.interleave_weights`), every tile of an LSTM gate's or an SVDF's feature
   product in one call (`backends.riscv.schedules.mac.interleaved_mac_calls`), with the contract, name and unit test
   (`tests/c/test_dual_mac_interleaved.c`) of the Cortex-M DSP helper it stands for; its own library
-  (`INTERLEAVED_MAC_HELPERS`), defined only in a bundle that calls it.
+  (`INTERLEAVED_MAC_HELPERS`), defined only in a bundle that calls it;
+- `requantize_biased_call.h.in`: `<prefix>_requantize_biased_s8_call`, the element loops' biased requantization
+  saturated to int8 (`backends.cortex_m.schedules.biased_requantize`) as one out-of-line function, called by the
+  kernels run too few times per inference to pay for its inlined copies (`backends.riscv.schedules.cold_requantize`;
+  unit test `tests/c/test_requantize_biased.c`); its own library (`REQUANTIZE_BIASED_CALL_HELPERS`).
 """
 
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
 from backends.bias_forms import bias_form
+from backends.cortex_m.schedules.biased_requantize import REQUANTIZE_BIASED_HELPERS
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from packager.template_files import helper_template_c
 
@@ -179,3 +184,21 @@ def interleaved_mac_c(prefix: str) -> str:
 INTERLEAVED_MAC_HELPERS = HelperLibrary("riscv_interleaved_mac", interleaved_mac_c)
 """Its own library: only a bundle whose kernels call the interleaved MAC defines it (every other bundle's
 `<model>_internal.h` stays as it was)."""
+
+
+REQUANTIZE_BIASED_CALL_TEMPLATE = "requantize_biased_call.h.in"
+
+
+def requantize_biased_call_c(prefix: str) -> str:
+    """The out-of-line biased requantization's C definition for the bundle `prefix` (after the inlined form's)."""
+    return helper_template_c(__package__, REQUANTIZE_BIASED_CALL_TEMPLATE, prefix)
+
+
+def requantize_biased_call_name(prefix: str) -> str:
+    """The C name of the out-of-line biased requantization saturated to int8 in the bundle `prefix`."""
+    return f"{prefix}_requantize_biased_s8_call"
+
+
+REQUANTIZE_BIASED_CALL_HELPERS = HelperLibrary("riscv_requantize_biased_call", requantize_biased_call_c,
+                                               needs=(REQUANTIZE_BIASED_HELPERS,))
+"""Its own library: only a bundle whose kernels call it defines it (after the inlined form it calls)."""

@@ -19,7 +19,10 @@ pair's loop over its channel tiles as one call of the shared out-of-line pair he
 eight output channels is tiled too.
 In a TE extern stage (an LSTM's gates, the SVDF state update) a product over interleaved weights becomes one call of
 the interleaved MAC (`<prefix>_dual_mac_s8x4_interleaved`, every tile: `mac.interleaved_mac_calls`) and a
-four-channel window MAC's loop nest its call (`mac.extern_mac_calls`); its other loops stay scalar.
+four-channel window MAC's loop nest its call (`mac.extern_mac_calls`); its other loops stay scalar, a chain of its
+constant rescales calls of the biased requantization (`backends.cortex_m.schedules.biased_requantize`), as an element
+loop's. An element kernel run too few times per inference to pay for those calls inlined calls their one out-of-line
+copy (`cold_requantize`: the bundle's choice, `riscv_bundle_choice`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from tvm.ir import TensorLoad
 
 from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
+from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
@@ -48,9 +52,11 @@ from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_CONV_TILES_LUT,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
+                                          RISCV_TAIL_CHOICES,
                                           depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
+from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
 from target.profile import Profile
 
@@ -84,6 +90,31 @@ SUM_TILE_MIN_STEPS = SUM_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / SUM_TILE_SAVE
 pay the tile's code at the schedules' one price of code."""
 
 
+HELPER_CODE_BYTES = 406
+"""The code of the smallest MAC helper's one copy in a bundle, bytes (rv32imc hello_world_int8: `mac_s8x8_pairs`, out
+of line, which its two 16-unit layers shared)."""
+PLAIN_LOST_PER_MAC = 3.6
+"""The instructions an int8 MAC takes more in TVM's loop nest with one accumulator than through the MAC helpers, at
+the most (hello_world_int8's 16-unit layer of 256 MACs: 1,247 -> 2,167 instructions; its 16-MAC one 636 -> 372)."""
+HELPER_MIN_MACS = int(HELPER_CODE_BYTES * INSTRUCTIONS_PER_BYTE / PLAIN_LOST_PER_MAC)
+"""The fewest MACs of one inference at which a quantized model's MAC kernels take the helpers
+(`KernelSchedules.helper_min_macs`): below, all its MACs cannot save what one helper's copy costs at the one price of
+code."""
+
+
+FLOAT_TILE_CODE_BYTES = 250
+"""The code a float MAC kernel's tile of MAC_CHANNELS accumulators adds on a core without an FPU, at the least (rv32imc
+hello_world_float's 16-unit layers: 352 -> 108 B and 392 -> 128 B with one accumulator)."""
+FLOAT_UNTILED_LOST_PER_MAC = 8.7
+"""The instructions a float MAC takes more with one accumulator than in the tile on such a core, at the most: a
+strided 3x3 depthwise convolution's (rv32imc vww_96_float's 3x3x128 one, 10,368 MACs: 1,367,912 -> 1,458,378), where
+a FULLY_CONNECTED's lose 2.25 (hello_world_float's 16-unit layers: 4,035 -> 3,976 instructions over 16 MACs, 38,178 ->
+38,752 over 256; each MAC is two library calls of some 70 instructions either way)."""
+FLOAT_TILE_MIN_MACS = int(FLOAT_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FLOAT_UNTILED_LOST_PER_MAC)
+"""The fewest MACs of one call at which a float MAC kernel takes the tile on a core without an FPU
+(`KernelSchedules.float_tile_min_macs`): where the instructions it saves pay its code at the one price of code."""
+
+
 UNIT_ROWS_CODE_SAVED = 220
 """The code an SVDF's time product in unit rows (`tvm_ext.kernels.svdf.svdf_output_rows`: one scalar row loop into
 one accumulator per unit) saves against the TE compute's tile of eight unrolled sums, at the least (rv32imc
@@ -100,10 +131,12 @@ instructions lost at the schedules' one price of code (`backends.code_price.INST
 class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each; with
     ``fc_rows`` False, a FULLY_CONNECTED layer keeps its own loop over its channel tiles rather than calling the
-    shared row helper (the bundle's choice, `riscv_bundle_choice`)."""
+    shared row helper; with ``cold_requantize``, an element kernel's biased requantizations are calls of their
+    out-of-line function (`cold_requantize`); both the bundle's choices (`riscv_bundle_choice`)."""
 
-    def __init__(self, fc_rows: bool = True) -> None:
+    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False) -> None:
         self.fc_rows = fc_rows
+        self.cold_requantize = cold_requantize
 
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
@@ -153,8 +186,11 @@ class RiscvMacSchedules:
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         """An extern stage's int8 MAC loop nests over interleaved weights as calls of
         `<prefix>_dual_mac_s8x4_interleaved`, its four-channel ones as calls of `<prefix>_mac_s8x4`
-        (`mac.interleaved_mac_calls`)."""
-        return interleaved_mac_calls(func)
+        (`mac.interleaved_mac_calls`), then a chain of its constant scalar requantizations (at least two: an LSTM's
+        gates) as calls of the biased requantization (`biased_requantize`, as the DSP cores' extern stages; rv32imc
+        kws_lstm_40x16_int8 2,322 -> 2,292 B of code, 7,076,517 -> 7,068,836 instructions; kws_lstm27_37x11_int8
+        2,462 -> 2,452 B, 888,754 -> 886,756)."""
+        return biased_requantize_calls(interleaved_mac_calls(func), extern_stage=True, least=2)
 
     def epilogue_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
@@ -176,7 +212,8 @@ class RiscvMacSchedules:
         rv32imc, the depthwise kernels' instructions: vww_96_int8 7,476,034 -> 7,050,519, kws_ref_model 2,548,939 ->
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
-        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
+        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE, partial_tables=True,
+                                                                        partial_stores=True),
                                               helper=RISCV_DOUBLE_EPILOGUE)
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
@@ -186,7 +223,8 @@ class RiscvMacSchedules:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         rows = fc_rows_calls(tiles, RISCV_FC_ROWS) if self.fc_rows else tiles
         # a fused chain's rescales (`biased_requantize`; a lone one kept: pretrainedResnet_quant's ADDs 6 B larger)
-        return biased_requantize_calls(rows, least=2)
+        biased = common_tails(biased_requantize_calls(rows, least=2), RISCV_TAIL_CHOICES, through_loops=True)
+        return out_of_line_requantize(biased) if self.cold_requantize else biased
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -216,18 +254,20 @@ def _loads_combined(value: tirx.PrimExpr) -> bool:
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
-RISCV_OWN_FC_LOOPS = RiscvMacSchedules(fc_rows=False)
-"""The RV32 schedules of a bundle whose FULLY_CONNECTED layers keep their own loops (`riscv_bundle_choice`)."""
 
 
 def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
     """The `KernelSchedules.bundle_choice` of RV32 cores: from the bundle's kernels (scheduled with the shared
-    FULLY_CONNECTED row helper's calls) and their calls, where that helper's one copy does not pay
-    (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops (RISCV_OWN_FC_LOOPS); None
-    where it pays or no kernel calls it."""
-    if fc_rows_pay(kernels, calls):
+    FULLY_CONNECTED row helper's calls and inlined biased requantizations) and their calls, where that helper's one
+    copy does not pay (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops; the kernels
+    whose biased requantizations pay out of line (`cold_requantize.cold_requantize_kernels`) scheduled with their
+    calls; None where neither changes a kernel."""
+    own_loops = set() if fc_rows_pay(kernels, calls) else set(fc_rows_users(kernels))
+    cold = set(cold_requantize_kernels(kernels, calls))
+    if not own_loops and not cold:
         return None
-    return BundleChoice({name: RISCV_OWN_FC_LOOPS for name in fc_rows_users(kernels)})
+    return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold)
+                         for name in kernels if name in own_loops | cold})
 
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:
@@ -259,9 +299,15 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`templates/mac_s8x4_interleaved.h.in` has the figures); an input or unit count not whole groups pays zero
     weights in flash (kws_lstm32_61x13's 13 inputs: 384 B for 246 B of code and 27 % of the instructions).
     The bundle's per-tensor FULLY_CONNECTED layers call the shared row helper only where its one copy pays
-    (`riscv_bundle_choice`, `fc_rows_price`), else each keeps its own loop over its channel tiles."""
+    (`riscv_bundle_choice`, `fc_rows_price`), else each keeps its own loop over its channel tiles.
+    A quantized model of fewer than HELPER_MIN_MACS MACs keeps TVM's loop nests, no helper (rv32imc hello_world_int8:
+    code 918 -> 412 B, weights 660 -> 388 B without paired weights, 2,057 -> 2,713 instructions).
+    On a core without an FPU a float MAC kernel of fewer than FLOAT_TILE_MIN_MACS MACs a call keeps one accumulator
+    (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
-                           bundle_choice=riscv_bundle_choice)
+                           bundle_choice=riscv_bundle_choice,
+                           helper_min_macs=HELPER_MIN_MACS,
+                           float_tile_min_macs=0 if profile.hardware_float else FLOAT_TILE_MIN_MACS)

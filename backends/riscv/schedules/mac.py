@@ -48,7 +48,8 @@ from tvm.ir import Range, TensorLoad
 
 from backends.bias_forms import by_bias
 from backends.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
+from backends.cortex_m.helpers.helium_c import choose_helper_name, fc_rows_helper_name, requantize_s8_helper_name
+from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_tile_call
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
 from backends.cortex_m.schedules.dual_mac import _whole as whole_region
@@ -67,8 +68,7 @@ from backends.cortex_m.schedules.pair_tiles import (HELIUM_PAIR_TILES_ACCESS, Pa
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import dual_mac_interleaved_helper_name
-from backends.cortex_m.schedules.extern_helpers import INTERLEAVED_MAC_ACCESS, INTERLEAVED_MAC_OPS
-from backends.cortex_m.schedules.extern_helpers import _interleaved_mac_call as dsp_interleaved_mac_call
+from backends.interleaved_mac import INTERLEAVED_MAC_ACCESS, interleaved_mac_call
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC_HELPERS, MAC_CHANNELS, RISCV_HELPERS,
                                     conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
                                     depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
@@ -76,7 +76,7 @@ from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC
                                     mac_pairs_2px_helper_name, mac_pairs_helper_name, pair_tiles_helper_name,
                                     requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
-from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.tir_walk import map_child_stmts, walk
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -93,6 +93,23 @@ INTERLEAVED_MAC_OP = "tvm_ext.riscv_dual_mac_s8x4_interleaved"
 name, RISC-V's C (`interleaved_mac_calls`)."""
 register_helper_call(INTERLEAVED_MAC_OP, INTERLEAVED_MAC_HELPERS, dual_mac_interleaved_helper_name,
                      INTERLEAVED_MAC_ACCESS)
+
+CHOOSE_OP = "tvm_ext.riscv_choose_address"
+"""``riscv_choose_address(inside, a, b)``: the address a where inside holds, else b (``<PREFIX>_CHOOSE``,
+templates/riscv_common.h.in)."""
+register_helper_call(CHOOSE_OP, RISCV_HELPERS, choose_helper_name)
+register_address_choice(CHOOSE_OP)
+_X, _X_ROW_STRIDE, _ROWS, _ROW_LEN = 1, 3, 5, 6
+"""The positions of a window MAC call's (MAC_ACCESS) input address and window sizes among its arguments."""
+RISCV_TAIL_CHOICES = {op: TailChoice(CHOOSE_OP, frozenset({_X}), frozenset({_X_ROW_STRIDE, _ROWS, _ROW_LEN}))
+                      for op in (MAC_OP, MAC4_OP)}
+"""The RV32 schedules' `common_tails` choices (through loops): where a kernel keeps its own channel-tile loop around
+the window MAC's call (int8 weights, output channels padded to whole tiles: the last tile's epilogue a scalar loop
+under a channel test, which no fused tiles helper takes), an interior pixel's loop (the call on the image in place)
+and a border pixel's (on its copied window, one run) become one loop after the test, the call's input address and
+window sizes chosen: one inlined copy of the MAC and the epilogue instead of two. rv32imc resnet8_w15_40x24_int8
+(3x3 convolutions over 15, 30 and 45 channels, padded to 16, 32, 48), a kernel of 15 channels: 1,832 -> 1,156 B,
+8,271,491 -> 7,463,272 instructions (see the bundle figures in `RiscvMacSchedules.epilogue_calls`)."""
 
 MAC_PAIRS_OP = "tvm_ext.riscv_mac_s8x8_pairs"
 PAIR_WORDS = MAC_CHANNELS // 2  # weight words per input: one per channel pair
@@ -704,26 +721,12 @@ def extern_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 def interleaved_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage) with each loop nest of an int8 MAC over interleaved weights (an LSTM gate's
-    or an SVDF's feature product, every tile of four units: the form ``backends.cortex_m.schedules.extern_helpers``
-    matches for the DSP cores) replaced by a call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved`
-    (INTERLEAVED_MAC_OP), then the four-channel window MAC's nests by its calls (`extern_mac_calls`); any other
-    function unchanged."""
-    return extern_mac_calls(with_root_loops_replaced(func, _interleaved_mac_call))
-
-
-def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
-    """The RISC-V interleaved MAC's call computing the loop nest ``loop``: the DSP cores' call of int8 weights
-    (their int16 form never comes: RV32 keeps the gate weights int8), its op RISC-V's; else None."""
-    realize = dsp_interleaved_mac_call(loop)
-    if realize is None:
-        return None
-    call = realize.block.body.value
-    if call.op.name != INTERLEAVED_MAC_OPS["int8"]:
-        return None
-    body = tirx.Evaluate(tirx.call_intrin("int32", INTERLEAVED_MAC_OP, *call.args))
-    block = realize.block
-    return s_tir.SBlockRealize(list(realize.iter_values), realize.predicate,
-                               s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body))
+    or an SVDF's feature product, every tile of four units: ``backends.interleaved_mac.interleaved_mac_call``, the
+    DSP cores' matcher too) replaced by a call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved`
+    (INTERLEAVED_MAC_OP; RV32 keeps the gate weights int8: no int16 form), then the four-channel window MAC's nests
+    by its calls (`extern_mac_calls`); any other function unchanged."""
+    return extern_mac_calls(with_root_loops_replaced(
+        func, lambda loop: interleaved_mac_call(loop, {"int8": INTERLEAVED_MAC_OP})))
 
 
 def _extern_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:

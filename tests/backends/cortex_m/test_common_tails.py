@@ -16,6 +16,8 @@ from tvm.script import tirx as T
 from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import (CHOOSE_OP, CONV_TILES_OPS, HELIUM_TAIL_CHOICES,
                                                    SHARED_CONV_TILES_OPS)
+from backends.riscv.schedules.mac import CHOOSE_OP as RISCV_CHOOSE_OP
+from backends.riscv.schedules.mac import MAC_OP, RISCV_TAIL_CHOICES
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 
@@ -209,3 +211,62 @@ def test_a_helium_stem_calls_its_mac_once_after_either_window_copy(tmp_path) -> 
                                         "mps3-an547")
     # (its per-tensor requantization keeps the dual MAC's loop over the channel tiles: once, after both copies)
     assert len(re.findall(r"_(?:conv_tiles_s8|dual_mac_s8x4)\(", kernels)) == 1, kernels
+
+
+def test_through_loops_an_interior_and_a_border_tile_loop_become_one_loop_choosing_the_mac_input() -> None:
+    """RV32's use (``through_loops``, backends/riscv/schedules/mac.py RISCV_TAIL_CHOICES): each branch ends with a
+    loop over two channel tiles (its sum zeroed, the window MAC's call block, a store), the same but for the call's
+    input address (the image in place; the copied window) and its window sizes. Expected: the copy under the negated
+    test, then one loop whose call chooses its input and sizes; without ``through_loops`` (or without the choices)
+    both loops stay."""
+
+    @T.prim_func(s_tir=True)
+    def before(x: T.Buffer((48,), "int8"), w: T.Buffer((144,), "int8"), out: T.Buffer((32,), "int8")):
+        window = T.sblock_alloc_buffer((18,), "int8")
+        acc = T.sblock_alloc_buffer((8,), "int32")
+        for i in range(4):
+            if 1 <= i and i < 3:
+                for t in range(2):
+                    acc[0] = 0
+                    with T.sblock("mac"):
+                        T.reads(x[0:48], w[0:144])
+                        T.writes(acc[0:8])
+                        T.evaluate(T.call_intrin("int32", MAC_OP, T.address_of(acc[0]), T.address_of(x[i * 6 - 6]),
+                                                 T.address_of(w[t * 72]), 12, 9, 3, 6))
+                    out[i * 8 + t] = T.Cast("int8", acc[0])
+            else:
+                for k in range(18):
+                    window[k] = T.int8(-128)
+                for t in range(2):
+                    acc[0] = 0
+                    with T.sblock("mac"):
+                        T.reads(window[0:18], w[0:144])
+                        T.writes(acc[0:8])
+                        T.evaluate(T.call_intrin("int32", MAC_OP, T.address_of(acc[0]), T.address_of(window[0]),
+                                                 T.address_of(w[t * 72]), 18, 9, 1, 18))
+                    out[i * 8 + t] = T.Cast("int8", acc[0])
+
+    @T.prim_func(s_tir=True)
+    def after(x: T.Buffer((48,), "int8"), w: T.Buffer((144,), "int8"), out: T.Buffer((32,), "int8")):
+        window = T.sblock_alloc_buffer((18,), "int8")
+        acc = T.sblock_alloc_buffer((8,), "int32")
+        for i in range(4):
+            if not (1 <= i and i < 3):
+                for k in range(18):
+                    window[k] = T.int8(-128)
+            for t in range(2):
+                acc[0] = 0
+                with T.sblock("mac"):
+                    T.reads(x[0:48], w[0:144], window[0:18])
+                    T.writes(acc[0:8])
+                    T.evaluate(T.call_intrin("int32", MAC_OP, T.address_of(acc[0]),
+                                             T.call_intrin("handle", RISCV_CHOOSE_OP, 1 <= i and i < 3,
+                                                           T.address_of(x[i * 6 - 6]), T.address_of(window[0])),
+                                             T.address_of(w[t * 72]), T.Select(1 <= i and i < 3, 12, 18), 9,
+                                             T.Select(1 <= i and i < 3, 3, 1), T.Select(1 <= i and i < 3, 6, 18)))
+                out[i * 8 + t] = T.Cast("int8", acc[0])
+
+    merged = common_tails(before, RISCV_TAIL_CHOICES, through_loops=True)
+    tvm.ir.assert_structural_equal(merged, after.with_attr("global_symbol", "before"))
+    tvm.ir.assert_structural_equal(common_tails(before, RISCV_TAIL_CHOICES), before)
+    tvm.ir.assert_structural_equal(common_tails(before, through_loops=True), before)

@@ -75,6 +75,17 @@ def test_windows_not_evenly_spaced_across_rows_keep_their_rows():
     assert _lone_pixels(func) == 3  # the third column of each row
 
 
+def test_helium_runs_even_rows_of_a_1x1_convolution_as_one_pixel_loop():
+    """Helium's one-row windows run pixel by pixel through the fused channel tiles (`conv_tiles.pays_two_pixels`), so
+    its schedules fuse the rows of any column count (`flatten_odd_pixel_rows` without odd_only): 4 rows of 8 columns
+    one loop of 32 pixels, where the row loop around the column loop cost mobilenet_v2_050_64_int8's 1x1 kernels on
+    cortex-m55 58 B each (316 -> 258 B); a DSP core keeps its rows (their pairs leave no pixel alone)."""
+    helium = _scheduled_conv((4, 8), 16, (1, 1), schedules=HELIUM_MAC_SCHEDULES)
+    assert [int(loop.extent) for loop in _loops_around(helium.body, ONE_PIXEL)] == [1, 32, 2]  # batch, pixels, tiles
+    dsp = _scheduled_conv((4, 8), 16, (1, 1))
+    assert [int(loop.extent) for loop in _loops_around(dsp.body, ONE_PIXEL)] == [1, 4, 8, 2]
+
+
 def _conv_then_pad(schedules, channel_tile: int) -> tirx.PrimFunc:
     """MobileNetV1's last stride-2 step at 80x80 inputs: a 1x1 int8 CONV_2D on 5x5 pixels (odd columns), its
     output padded by one row and column (the PAD before the stride-2 depthwise) in the same function, scheduled

@@ -1,12 +1,14 @@
 """Helium's int8 ADD (backends/cortex_m/schedules/helium_add.py, the helper
 backends/cortex_m/helpers/templates/helium_add.h.in): on cortex-m55 an int8 ADD of two computed operands of one
 shape is one call of `<prefix>_add_s8_tables` and of `<prefix>_add_s8` per run (here one: either operand of the
-larger scale, a fused ReLU, a count that leaves a predicated tail), a broadcast ADD and one of fewer than
+larger scale, a fused ReLU, a count that leaves a predicated tail; two ADDs of one shape one kernel, their
+quantization its constants), a broadcast ADD and one of fewer than
 helium_add.FEWEST_ELEMENTS elements keep the generic kernel, and every one stays bit for bit with TFLite Micro under QEMU mps3-an547 (MVE) and on the host (the helper's
 portable C); other cores keep the generic kernel."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -16,6 +18,9 @@ pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+
+import backends.cortex_m.schedules as cortex_m_schedules  # noqa: E402
+from backends.cortex_m.schedules.helium_add import FEWEST_ELEMENTS, helium_adds_pay  # noqa: E402
 
 SHAPE = (1, 5, 7, 9)
 """315 elements (at least helium_add.FEWEST_ELEMENTS): 78 whole vectors of four lanes and three predicated lanes."""
@@ -41,11 +46,16 @@ def _add_model(shape: tuple[int, ...] = SHAPE) -> bytes:
 
 
 @needs_cross_tools
-def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path):
+def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path, monkeypatch):
+    # the helper wherever it fits, its price per model aside (two ADDs of 315 elements do not pay it:
+    # test_helium_adds_pay_per_model)
+    monkeypatch.setattr(cortex_m_schedules, "helium_adds_pay", lambda elements: True)
     bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(), "cortex-m55", "mps3-an547")
     calls = re.findall(r"_add_s8\((.*)\);", kernels)
-    assert len(calls) == 2, kernels  # the broadcast ADD keeps the generic kernel
-    assert kernels.count("_add_s8_tables(") == 2, kernels  # each ADD's tables built once, before its runs
+    # the broadcast ADD keeps the generic kernel; the other two, of one shape, share one kernel (their quantization
+    # the constants each call passes: tvm_ext.transform.share_constant_variants)
+    assert len(calls) == 1 and "constants[" in calls[0], kernels
+    assert kernels.count("_add_s8_tables(") == 1, kernels  # each ADD's tables built once, before its runs
     assert all(", 315, " in call for call in calls), calls
     assert "vldrwq_gather_shifted_offset_s32(" in (bundle.out_dir / "add_internal.h").read_text()
     symbols = subprocess.run(["arm-none-eabi-nm", str(bundle.library)], capture_output=True, text=True,
@@ -58,11 +68,38 @@ def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path):
 
 
 @needs_cross_tools
-def test_an_add_of_few_elements_keeps_the_generic_kernel_on_helium(tmp_path):
+def test_an_add_of_few_elements_keeps_the_generic_kernel_on_helium(tmp_path, monkeypatch):
     """Below helium_add.FEWEST_ELEMENTS the helper's tables are most of its cost, and the generic
-    kernel may fuse with its neighbours: 64 elements stay generic, bit-exact."""
+    kernel may fuse with its neighbours: 64 elements stay generic, bit-exact (wherever the helper pays)."""
+    monkeypatch.setattr(cortex_m_schedules, "helium_adds_pay", lambda elements: True)
     _bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(FEW), "cortex-m55", "mps3-an547")
     assert "_add_s8(" not in kernels and "_add_s8_tables(" not in kernels
+
+
+@needs_cross_tools
+def test_adds_that_do_not_pay_the_helper_keep_the_generic_kernel_on_helium(tmp_path):
+    """Two ADDs of 315 elements save less than the helpers' one copy costs at the price of code: both take the
+    generic kernel (not the kernel from tabled rescaled values: 1 KB of flash a table), bit-exact."""
+    bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(), "cortex-m55", "mps3-an547")
+    assert "_add_s8(" not in kernels and "_add_s8_tables(" not in kernels
+    # the broadcast ADD's table of its rescaled operand alone (256 int32 values: 1,024 B), none for the other two
+    assert json.loads((bundle.out_dir / "manifest.json").read_text())["headroom"]["flash_weights_bytes"] == 1024
+
+
+def test_helium_adds_pay_per_model():
+    """The helper pays where its ADDs' saved instructions reach its one copy's code and that of the layer norms it
+    splits at the price (cortex-m55, measured against the generic kernel for every ADD)."""
+    vit2h = [(720, True), (720, False), (720, True), (1296, False), (720, False), (720, True)]
+    assert not helium_adds_pay(vit2h)  # 1,276 B of code for 88,786 instructions
+    assert helium_adds_pay([(3072, True), (3072, False)] * 2 + [(3072, True)])  # vit_tiny_16_int8
+    assert helium_adds_pay([(900, True), (900, False)] * 4 + [(900, True)])  # vit3h_d36_b2_20_int8: 1,648 B, 175,350
+    mobilenet_v3s = [(1600, False)] + [(600, False)] * 4 + [(432, False)] * 2
+    assert helium_adds_pay(mobilenet_v3s)  # 404 B for 64,580
+    assert helium_adds_pay([(1024, False)] + [(384, False)] * 4 + [(224, False)] * 2)  # seed 59's: 92 B for 33,129
+    assert helium_adds_pay([(4096, False), (1024, False), (1024, False), (512, False), (512, False), (512, False),
+                            (768, False), (768, False), (320, False), (320, False)])  # mobilenet_v2_050_64_int8
+    assert not helium_adds_pay([(FEWEST_ELEMENTS - 1, False)] * 1000)  # below the helper's fewest elements: none taken
+    assert not helium_adds_pay([])
 
 
 @needs_cross_tools

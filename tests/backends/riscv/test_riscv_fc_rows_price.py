@@ -17,9 +17,10 @@ from virt_kernels import virt_kernels  # noqa: E402
 
 
 def two_tile_model(folder):
-    """FULLY_CONNECTED of one row of 36 inputs to 16 units (two RV32 tiles), per-tensor weights."""
+    """FULLY_CONNECTED of one row of 720 inputs to 16 units (two RV32 tiles), per-tensor weights: 11,520 MACs, enough
+    for the MAC helpers (backends.riscv.schedules.HELPER_MIN_MACS)."""
     path = folder / "fc_two_tiles.tflite"
-    path.write_bytes(fully_connected_model((1, 36), 16, keep_num_dims=False, seed=5))
+    path.write_bytes(fully_connected_model((1, 720), 16, keep_num_dims=False, seed=5))
     return path
 
 

@@ -4,7 +4,8 @@ counts; test_riscv_fc_rows.c: the fully connected rows and
 test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles and test_riscv_depthwise_tiles.c: a depthwise pixel's
 channel tiles, interior or border, against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares, and
 test_requantize_s8.c, the Helium epilogue's, whose the RISC-V epilogue of any double rounding shares: against
-the bundle's scalar requantization helpers): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
+the bundle's scalar requantization helpers; test_requantize_biased.c, the element loops' biased requantization with
+its RISC-V out-of-line form): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
 the strict warnings and run on QEMU virt in the bundles' sandbox, where the helper is compiled as a bundle
 compiles it (always inlined, RV32IM's loads and multiplies)."""
 
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from backends.cortex_m.helpers.softmax_c import softmax_s8_helper_c
-from backends.riscv.helpers import interleaved_mac_c, riscv_helpers_c
+from backends.cortex_m.schedules.biased_requantize import requantize_biased_helper_c
+from backends.riscv.helpers import interleaved_mac_c, requantize_biased_call_c, riscv_helpers_c
 from c_checks import run_c_program_under_riscv_qemu, run_c_unit_tests
 from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
 from conftest import profile_build_config
@@ -41,23 +43,28 @@ REQUANTIZE_HEADER = "requantize_small.h"
 scalar double and "double_small" requantizations and int8 saturation (what the epilogues replace), then the
 RISC-V helper library, for the prefix lp."""
 UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "requantize_s8",
-         "riscv_fc_rows", "riscv_pair_tiles", "riscv_depthwise_tiles", "conv_tiles_s8x4", "dual_mac_interleaved"]
+         "riscv_fc_rows", "riscv_pair_tiles", "riscv_depthwise_tiles", "conv_tiles_s8x4", "dual_mac_interleaved",
+         "requantize_biased"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
 requantization epilogues ("double_small"'s and any double rounding's), the per-tensor fully connected rows, a
 convolution's pixel tiles and a depthwise pixel's tiles, interior and border (against the scalar helpers too), and
-the four-channel tiles (the DSP cores' test of that contract, whole tiles only), and the MAC over interleaved weights
-(the DSP cores' test of its contract and name)."""
+the four-channel tiles (the DSP cores' test of that contract, whole tiles only), the MAC over interleaved weights
+(the DSP cores' test of its contract and name), and the biased requantization, inlined and out of line."""
 CONV_TILES4_HEADER = "conv_tiles_s8x4.h"
 """The header test_conv_tiles_s8x4.c includes: the requantization header's text, its partial tiles' cases left out
 (LP_WHOLE_TILES_ONLY: the RISC-V helpers have none)."""
 INTERLEAVED_HEADER = "dual_mac_interleaved.h"
 """The header test_dual_mac_interleaved.c includes: the RISC-V interleaved MAC's library (its own), prefix lp."""
+BIASED_HEADER = "requantize_biased.h"
+"""The header test_requantize_biased.c includes: the scalar helpers it checks against, the biased requantization
+and its RISC-V out-of-line form (their libraries as a bundle defines them), prefix lp."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
     """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>), `requantize_small.h`,
     `requantize_s8.h` and `conv_tiles_s8x4.h` (the same after the scalar helpers the epilogues replace),
-    `dual_mac_interleaved.h` (the interleaved MAC's library) and the shared inputs' header
+    `dual_mac_interleaved.h` (the interleaved MAC's library), `requantize_biased.h` (the scalar helpers, then the
+    biased requantization, inlined and out of line) and the shared inputs' header
     into `folder`; the source of the unit test `unit`."""
     (folder / LIBRARY_HEADER).write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
     scalar = requantize_helpers_c(PREFIX, ("double", SMALL_RIGHT_SHIFT, SATURATE_INT8))
@@ -68,6 +75,8 @@ def write_unit_files(folder: Path, unit: str) -> Path:
     (folder / CONV_TILES4_HEADER).write_text("#include <stdint.h>\n#define LP_WHOLE_TILES_ONLY 1\n" + scalar
                                              + riscv_helpers_c(PREFIX))
     (folder / INTERLEAVED_HEADER).write_text("#include <stdint.h>\n" + interleaved_mac_c(PREFIX))
+    (folder / BIASED_HEADER).write_text("#include <stdint.h>\n" + scalar + requantize_biased_helper_c(PREFIX)
+                                        + requantize_biased_call_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
     shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, folder / GUARDED_BUFFERS)
     return UNIT_TESTS / f"test_{unit}.c"

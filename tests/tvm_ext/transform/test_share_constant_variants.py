@@ -219,7 +219,9 @@ def test_small_kernels_are_not_shared() -> None:
 
 def test_unrolled_gru_steps_share_kernels(compiled) -> None:
     """End to end: the zoo's GRU keyword model (its 40 unrolled steps) on rv32imc calls fewer gate kernels than it has
-    steps, a shared one with each call's constants, and its self-test passes (bit-exact with TFLite)."""
+    steps, a shared one with each call's constants, and its self-test passes (bit-exact with TFLite). Its first
+    step's gate kernel, called once, calls the out-of-line biased requantization; the shared one, called 39 times,
+    keeps it inlined (backends/riscv/schedules/cold_requantize.py)."""
     bundle = compiled("zoo/kws_gru_40x16_int8.tflite", "rv32imc")
     assert bundle.selftest is not None and bundle.selftest.passed
     gates = Counter(call.kernel for call in bundle.plan.calls if "logistic" in call.kernel)
@@ -229,6 +231,9 @@ def test_unrolled_gru_steps_share_kernels(compiled) -> None:
     signatures = [line for line in kernels.splitlines() if line.startswith("void ")]
     assert shared and all(any(line.startswith(f"void {name}(") and "const int32_t* constants" in line
                               for line in signatures) for name in shared)
+    bodies = {name: kernels[kernels.index(f"void {name}("):].split("\n}\n", 1)[0] for name in gates}
+    assert sorted(gates.values()) == [1, 39], gates
+    assert all(("_requantize_biased_s8_call(" in bodies[name]) == (calls == 1) for name, calls in gates.items())
 
 
 def test_constant_loads_weigh_against_the_code_saved() -> None:

@@ -78,6 +78,10 @@ class LoweringContext:
     paired_weights: bool = False
     max_pool_runs: bool = False
     int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
+    int8_add_pays: Optional[Callable[[Sequence[tuple[int, bool]]], bool]] = None
+    """Whether ``int8_add`` pays in the model, given (output elements, whether both operands are elementwise kernels'
+    results) of each of its int8 ADDs of two computed operands of one shape
+    (``backends.backend.KernelSchedules.int8_add_pays``; None: wherever it fits)."""
     int8_add_values: Optional[Callable[..., te.Tensor]] = None
     """The backend's own kernel of int8 ADD and SUB from the operands' doubled rescaled values
     (``backends.backend.KernelSchedules.int8_add_values``; None: none)."""
