@@ -164,7 +164,8 @@ class KernelCall:
     operators as data (empty for a hand-made plan); `macs` its multiply-accumulates as the producer counts
     them (iterations of a reduction that adds a product, padded taps included; 0 when not counted);
     `checks_indices`: the kernel checks indices read from data before it writes anything and returns
-    nonzero for one outside its axis (KernelSignature.checks_indices), which the run function reports.
+    nonzero for one outside its axis (KernelSignature.checks_indices), which the run function reports;
+    `stack_array_bytes`: the local arrays the kernel keeps on the stack (KernelSignature.stack_array_bytes).
     """
 
     kernel: str
@@ -177,6 +178,7 @@ class KernelCall:
     operators: tuple[ModelOperator, ...] = ()
     macs: int = 0
     checks_indices: bool = False
+    stack_array_bytes: int = 0
 
     @property
     def args(self) -> tuple[str, ...]:
@@ -219,6 +221,8 @@ class KernelSignature:
     the access orders known for (output, input) pairs of parameters. With `checks_indices` the kernel returns
     int32_t: 0 when it ran, nonzero when an index it read from data lies outside its axis (then it wrote
     nothing: the producer generates that check before the kernel's first store); without, it returns void.
+    `stack_array_bytes`: the bytes of the local arrays the kernel's C declares (on the stack, beside its
+    scalars; tvm_ext.codegen.codegen_c.stack_array_bytes).
     """
 
     name: str
@@ -228,6 +232,7 @@ class KernelSignature:
     parameters: tuple[KernelParameter, ...]
     streams: tuple[ParameterStream, ...] = ()
     checks_indices: bool = False
+    stack_array_bytes: int = 0
 
 
 ROWS_FETCH_KERNEL = "lp_rows_fetch"

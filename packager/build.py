@@ -6,14 +6,17 @@ import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backends.backend import EmulatedBuildError
 from emulator.profile import read_call_profile
 from packager.build_files import BuildConfig
-from packager.bundle import BundleInputs
 from packager.make_text import make_words
 from packager.selftest import reference_checksums
 from packager.selftest_verdict import SelftestResult, read_selftest
+
+if TYPE_CHECKING:  # packager.bundle imports the backends, whose schedules import tvm_ext, which imports this module
+    from packager.bundle import BundleInputs
 
 
 STACK_USAGE_FLAG = "-fstack-usage"

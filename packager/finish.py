@@ -19,7 +19,7 @@ from packager.markdown_text import markdown_text
 from packager.report import REPORT_FILE, LayerReport, layer_report
 from packager.report_html import REPORT_HTML_FILE, HtmlReport, report_html
 from packager.selftest_verdict import SelftestResult
-from target.resources import Headroom
+from target.resources import Headroom, StackSource
 
 HOST_SELFTEST_PROGRAM = "selftest"
 """The self-test program the bundle's Makefile links on the host (`make selftest`)."""
@@ -152,6 +152,19 @@ def _row_input_markdown(plan: ExecutionPlan) -> str:
             f"bands share are kept in halos ({kept:,} B together), so each row is asked for once.\n")
 
 
+def _stack_markdown(headroom: Headroom) -> str:
+    """report.md's stack section: the stack of one run call as the fit check counted it, where it comes from (the
+    profile's bound for the frames + the largest kernel's local arrays, target.StackBound) and, where the emulated
+    board measured it, the measurement; "" where nothing was counted (a RamUse made without a bound)."""
+    ram = headroom.ram
+    bound = ram.stack_bound
+    if bound is None:
+        return ""
+    measured = (f" The emulated board measured {ram.stack_bytes:,} B (`{headroom.profile.name}`; the RAM check "
+                "counts the measurement)." if ram.stack_source is StackSource.MEASURED else "")
+    return (f"\n## Stack\n\nCounted without a build: {bound.bytes:,} B, {bound.parts()}.{measured}\n")
+
+
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts, keep_cross_build: Path | None = None
                   ) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
@@ -169,6 +182,7 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts, keep_
     (out_dir / REPORT_FILE).write_text(report.markdown() + _patches_markdown(facts.patches)
                                        + _scratch_forms_markdown(facts.scratch_forms)
                                        + _row_input_markdown(bundle.plan)
+                                       + _stack_markdown(facts.headroom)
                                        + region_arenas.report_markdown(bundle.plan.model, bundle.regions))
     (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(
         report, bundle.buffers, bundle.memory, facts.headroom, facts.operators,

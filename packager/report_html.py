@@ -32,7 +32,7 @@ from packager.kernel_kinds import OVER_TARGET
 from packager.report import (CallCost, LayerReport, per_unit_text, shapes_text, share_text,
                              times_target_text)
 from printable import markup_text as _h
-from target.resources import Headroom
+from target.resources import Headroom, RamUse, StackSource
 
 REPORT_HTML_FILE = "report.html"
 
@@ -121,13 +121,23 @@ def _headroom(headroom: Headroom) -> str:
              ("inputs outside the arena", ram.input_bytes),
              ("outputs outside the arena", ram.output_bytes),
              ("state", ram.state_bytes),
-             (f"stack ({ram.stack_source.name.lower()})", ram.stack_bytes)]
+             (_stack_label(ram), ram.stack_bytes)]
     rows = [f"<tr><td>{_h(name)}</td><td class=\"n\">{value:,}</td><td></td><td></td></tr>" for name, value in parts]
     rows += [_fit_row("total RAM against the SRAM", ram.total_bytes, profile.sram_bytes),
              _fit_row(_flash_label(headroom), headroom.flash_used_bytes, profile.flash_bytes)]
     return (f"<p class=\"note\">Profile {_h(profile.name)} ({_h(profile.memory_source)}). Bytes.</p>\n"
             "<table><thead><tr><th>part</th><th>used B</th><th>of B (left)</th><th>share</th></tr></thead>\n"
             "<tbody>\n" + "\n".join(rows) + "\n</tbody></table>")
+
+
+def _stack_label(ram: RamUse) -> str:
+    """The stack row's name: its source, and the counted bound's parts (target.StackBound) where there is one."""
+    if ram.stack_bound is None:
+        return f"stack ({ram.stack_source.name.lower()})"
+    bound = ram.stack_bound
+    if ram.stack_source is StackSource.MEASURED:
+        return f"stack (measured; counted without a build: {bound.bytes:,} B)"
+    return f"stack ({ram.stack_source.name.lower()}: {bound.parts()})"
 
 
 def _flash_label(headroom: Headroom) -> str:

@@ -9,8 +9,9 @@ holds, a shared upper part beyond (kws_gru_40x16_int8 on rv32imc, 602 weight poi
 function 6,758 -> 4,846 B before the linker's relaxation of the calls).
 
 Layout: the members in `ExecutionPlan.constants()` order, each starting at a multiple of MEMBER_ALIGNMENT_BYTES
-from the struct's start (explicit `uint8_t` padding members, so that the layout needs no member attribute of any
-compiler; a type of larger alignment, int64, gets the compiler's own padding too), the struct object itself
+from the struct's start, or of its element's bytes where larger (int64: 8), by explicit `uint8_t` padding members,
+so that the layout needs no member attribute of any compiler and the compiler adds no padding of its own; the
+struct object itself
 `<M>_ALIGNED(alignment)`, the bundle's alignment. Each member has its tensor's name (`l3_weights`), a valid C
 identifier (the plan's contract).
 """
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory_planner.plan import ExecutionPlan, Tensor
+from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, Tensor
 from packager.c_text import array_body, comment
 from packager.c_types import c_type_of
 
@@ -36,17 +37,31 @@ arrays had 891 B of padding at 16). A backend whose kernels need more of a weigh
 
 @dataclass(frozen=True)
 class BlockMember:
-    """One weight member of the struct (`tensor`) and the padding bytes after it (0: none; the last has none)."""
+    """One weight member of the struct (`tensor`) and the padding bytes after it (0: none)."""
 
     tensor: Tensor
     padding_after: int
 
 
 def block_members(plan: ExecutionPlan) -> list[BlockMember]:
-    """The struct's weight members in order, each padded to start at a multiple of MEMBER_ALIGNMENT_BYTES."""
+    """The struct's weight members in order, each padded to start at a multiple of MEMBER_ALIGNMENT_BYTES, or of
+    its element's bytes where larger (an int64 member at a multiple of 8), the last to a multiple of the struct's
+    alignment (its largest element's bytes): every byte of padding is a member the bundle counts, none the
+    compiler's, so the struct's bytes are its members' and their padding's."""
     constants = plan.constants()
-    return [BlockMember(tensor, 0 if index == len(constants) - 1 else -tensor.nbytes % MEMBER_ALIGNMENT_BYTES)
-            for index, tensor in enumerate(constants)]
+    struct_alignment = max((_element_bytes(tensor) for tensor in constants), default=1)
+    members, offset = [], 0
+    for tensor, following in zip(constants, [*constants[1:], None]):
+        offset += tensor.nbytes
+        alignment = struct_alignment if following is None else max(MEMBER_ALIGNMENT_BYTES, _element_bytes(following))
+        members.append(BlockMember(tensor, -offset % alignment))
+        offset += members[-1].padding_after
+    return members
+
+
+def _element_bytes(tensor: Tensor) -> int:
+    """The bytes of one element of ``tensor``: its C type's alignment on the 32-bit cores that take the block."""
+    return DTYPE_BYTES[tensor.dtype]
 
 
 def struct_tag(model: str) -> str:

@@ -11,7 +11,8 @@ print, in bytes,
   outputs in the caller's buffers (the default bundle);
 - total RAM with the I/O outside: everything one inference holds on the device, as the fit check counts it
   (`target.RamUse`): our arena + the input and output bytes + the state + the run call's stack (measured on
-  the emulated board for a Cortex-M target, else the profile's `stack_bound_bytes`);
+  the emulated board for a Cortex-M target, else counted: the profile's `stack_bound_bytes` + the largest kernel's
+  stack arrays, `target.StackBound`);
 - total RAM with `--io-in-arena` (the inputs and outputs among the arena's buffers: the arena, state and
   stack are all of it), and that plan's liveness bound;
 - TFLite Micro's arena (`TFLM_ARENA_BYTES`), which holds the inputs and outputs too (not the stack), and

@@ -13,8 +13,8 @@ from typing import Any
 from target.loading import load_profile, profile_names
 from target.profile import Profile, ProfileError
 from target.resolve import TargetSpec, resolve_profile
-from target.resources import (FlashSource, FlashUse, Headroom, Overrun, RamUse, ResourceError, StackSource,
-                              check_fits, check_flash_fits, check_io_fits)
+from target.resources import (FlashSource, FlashUse, Headroom, Overrun, RamUse, ResourceError, StackBound,
+                              StackSource, check_fits, check_flash_fits, check_io_fits)
 
 __all__ = [
     "FlashSource",
@@ -25,6 +25,7 @@ __all__ = [
     "ProfileError",
     "RamUse",
     "ResourceError",
+    "StackBound",
     "StackSource",
     "TargetSpec",
     "check_fits",

@@ -24,6 +24,7 @@ from target.compute_unit import ComputeUnit, units_from_tables
 from target.field_grammar import BadValue, shown
 from target.memory_region import RamRegion, regions_from_tables
 from target.profile import (
+    DEFAULT_KERNEL_STACK_BYTES,
     DEFAULT_STACK_BOUND_BYTES,
     DEFAULT_SUBGRAPH_BYTES,
     FPU_VALUES,
@@ -88,12 +89,14 @@ FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "qemu_board": _board,
     "subgraph_bytes": grammar.byte_count,
     "stack_bound_bytes": grammar.byte_count,
+    "kernel_stack_bytes": grammar.byte_count,
     "clock_hz": _clock,
     "units": _units,
     "ram_regions": _regions,
 }
 _OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES,
-                                      "stack_bound_bytes": DEFAULT_STACK_BOUND_BYTES, "clock_hz": None,
+                                      "stack_bound_bytes": DEFAULT_STACK_BOUND_BYTES,
+                                      "kernel_stack_bytes": DEFAULT_KERNEL_STACK_BYTES, "clock_hz": None,
                                       "units": None, "ram_regions": None}
 _EXTENDS = "extends"
 

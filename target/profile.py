@@ -35,9 +35,17 @@ DEFAULT_SUBGRAPH_BYTES = 65_536  # 64 KiB: a Cortex-M7's DTCM on the STM32F746, 
 
 DEFAULT_STACK_BOUND_BYTES = 1_024
 """The stack of one `<model>_run` call the RAM check counts where it is not measured (a profile without an
-emulated board, or a bundle not built): about twice the deepest run call measured on the emulated Cortex-M
-cores for the shared models (532 B; kws_ref_model 212 B on cortex-m0plus). The run function calls its kernels
-one after another and the kernels keep their arrays in the arena, so the stack is one kernel's frame deep."""
+emulated board, or a bundle not built), less the local arrays of its kernels, which are counted beside it
+(target.StackBound): the frames of the run function and of one kernel with the helpers it calls, their scalars,
+saved registers and the helpers' small fixed arrays. The run function calls its kernels one after another, so the
+stack is one kernel's frame deep; over 4,805 bundles built for the emulated boards (session 21: every shared and
+unseen model on every emulated profile), the measured stack less the largest kernel's local arrays was at most
+816 B (cortex-m55, a Helium depthwise border helper's window)."""
+
+DEFAULT_KERNEL_STACK_BYTES = 2_048
+"""The most bytes of local arrays a schedule lets one kernel keep on its stack: the DSP cores' depthwise kernel
+of channels not whole tiles of four (backends.cortex_m.schedules.depthwise_runs) takes a band of the window's rows
+of at most half of it and its runs' phases within the other half."""
 
 GENERIC_PROFILE_NAME = "lowpower"
 TAG_PREFIX = "lowpower-"
@@ -77,8 +85,12 @@ class Profile:
             or write), of consecutive layers kept in one subgraph (tvm_ext.transform.PartitionSubgraphs):
             the size of the core's fast local memory (a TCM or its share of SRAM); a file that gives none
             gets DEFAULT_SUBGRAPH_BYTES.
-        stack_bound_bytes: the stack of one run call the RAM check counts where it is not measured on an
-            emulated board (target.resources), in bytes; a file that gives none gets DEFAULT_STACK_BOUND_BYTES.
+        stack_bound_bytes: the stack of one run call's frames the RAM check counts where it is not measured on an
+            emulated board, beside the largest local arrays of one of its kernels (target.resources.StackBound), in
+            bytes; a file that gives none gets DEFAULT_STACK_BOUND_BYTES.
+        kernel_stack_bytes: the most bytes of local arrays a schedule lets one kernel keep on its stack (a
+            depthwise kernel's band, which the counted stack adds to stack_bound_bytes), in bytes; a file that
+            gives none gets DEFAULT_KERNEL_STACK_BYTES.
         clock_hz: the core's clock in hertz, for report.md's estimated times (`emulator.cycle_model`); None
             when the file gives none (no time estimate then).
         units: the compute units the file lists (`target.compute_unit`), () when it lists none.
@@ -105,6 +117,7 @@ class Profile:
     source: str
     subgraph_bytes: int = DEFAULT_SUBGRAPH_BYTES
     stack_bound_bytes: int = DEFAULT_STACK_BOUND_BYTES
+    kernel_stack_bytes: int = DEFAULT_KERNEL_STACK_BYTES
     clock_hz: int | None = None
     units: tuple[ComputeUnit, ...] = ()
     ram_regions: tuple[RamRegion, ...] = ()

@@ -4,7 +4,9 @@ The SRAM check counts everything one inference holds in RAM (`RamUse`): the plan
 scratch), the model's inputs and outputs where they are the caller's buffers outside the arena, the model's
 state (static buffers kept from run to run), and the stack of one `<model>_run` call: measured on the
 emulated board (`emulator.stack`: GCC's -fstack-usage frames along the linked ELF's deepest call chain) where
-the profile has one and the bundle is built, else the profile's documented bound `stack_bound_bytes`.
+the profile has one and the bundle is built, else counted (`StackBound`): the profile's documented bound
+`stack_bound_bytes` for the frames' scalars and saved registers, plus the largest local arrays one kernel keeps
+on the stack (a depthwise kernel's band: up to 2 KB, which no profile's bound holds).
 Other static data of the caller's program is not the model's and is not counted. The flash (`FlashUse`) is what
 the model puts there: its weights, the code (and read-only data) of its kernels and run function, and the
 initial image of its static data, as the linked self-test of an emulated board measures them; a bundle not
@@ -109,6 +111,40 @@ class FlashUse:
 
 
 @dataclass(frozen=True)
+class StackBound:
+    """The stack of one run call counted where nothing measures it, in bytes: `frames_bytes` (the profile's
+    `stack_bound_bytes`: the run function's and a kernel's frames, their scalars, saved registers and the
+    helpers' small fixed arrays) plus `kernel_arrays_bytes`, the local arrays of the kernel that declares the
+    most (`kernel`; None when no kernel declares any: memory_planner.plan.KernelCall.stack_array_bytes).
+
+    Why a sum: one kernel runs at a time, below the run function, so the deepest chain is the run function's
+    frame and one kernel's (with the helpers it calls); a kernel's local arrays are the one part of its frame
+    that grows with the layer (a band of the window's rows), so they are counted from the kernel itself and the
+    profile's bound is left the part that does not grow."""
+
+    frames_bytes: int
+    kernel_arrays_bytes: int = 0
+    kernel: str | None = None
+
+    @property
+    def bytes(self) -> int:
+        """The counted stack (bytes)."""
+        return self.frames_bytes + self.kernel_arrays_bytes
+
+    def parts(self) -> str:
+        """The sum in words, e.g. "frames 1,024 B (the profile's stack_bound_bytes) + 1,291 B of the kernel
+        net_depthwise's stack arrays"."""
+        arrays = (f" + {self.kernel_arrays_bytes:,} B of the kernel {self.kernel}'s stack arrays"
+                  if self.kernel is not None else " + no kernel stack arrays")
+        return f"frames {self.frames_bytes:,} B (the profile's stack_bound_bytes){arrays}"
+
+    def manifest_entry(self) -> dict[str, object]:
+        """JSON-ready parts and sum (bytes)."""
+        return {"bytes": self.bytes, "frames_bytes": self.frames_bytes,
+                "kernel_arrays_bytes": self.kernel_arrays_bytes, "kernel": self.kernel}
+
+
+@dataclass(frozen=True)
 class RamUse:
     """Everything one inference of a bundle holds in SRAM, in bytes.
 
@@ -116,7 +152,9 @@ class RamUse:
     it, `--io-in-arena`); `state_bytes` the model's static state; `stack_bytes` the stack of one run call, as
     `stack_source` says (0 while PENDING: the emulated build measures it, and the fit is checked again then).
     `faster_arena_bytes`: the part of `arena_bytes` in the faster RAM regions of a profile that lists several
-    (target.memory_region); the rest is in the last region, with everything else.
+    (target.memory_region); the rest is in the last region, with everything else. `stack_bound`: the stack as
+    counted without a measurement (what `stack_bytes` is when BOUND; beside a measured one, the figure a
+    --no-build compile counts), None where the caller counted none.
     """
 
     arena_bytes: int
@@ -126,6 +164,7 @@ class RamUse:
     stack_bytes: int
     stack_source: StackSource
     faster_arena_bytes: int = 0
+    stack_bound: StackBound | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -139,6 +178,8 @@ class RamUse:
                    f" + state {self.state_bytes:,} B")
         if self.stack_source is StackSource.PENDING:
             return f"{counted}; stack {self.stack_source.value}"
+        if self.stack_source is StackSource.BOUND and self.stack_bound is not None:
+            return f"{counted} + stack {self.stack_bytes:,} B counted: {self.stack_bound.parts()}"
         return f"{counted} + stack {self.stack_bytes:,} B {self.stack_source.value}"
 
     def with_stack(self, stack_bytes: int, source: StackSource) -> RamUse:
@@ -146,10 +187,12 @@ class RamUse:
         return replace(self, stack_bytes=stack_bytes, stack_source=source)
 
     def manifest_entry(self) -> dict[str, object]:
-        """JSON-ready parts and total (bytes) and the stack's source."""
+        """JSON-ready parts and total (bytes), the stack's source and its counted bound (`stack_bound`: bytes,
+        frames_bytes, kernel_arrays_bytes, kernel; where one was counted)."""
+        bound = {} if self.stack_bound is None else {"stack_bound": self.stack_bound.manifest_entry()}
         return {"arena_bytes": self.arena_bytes, "input_bytes_outside_arena": self.input_bytes,
                 "output_bytes_outside_arena": self.output_bytes, "state_bytes": self.state_bytes,
-                "stack_bytes": self.stack_bytes, "stack_source": self.stack_source.name.lower(),
+                "stack_bytes": self.stack_bytes, "stack_source": self.stack_source.name.lower(), **bound,
                 "total_ram_bytes": self.total_bytes}
 
 

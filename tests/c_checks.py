@@ -125,3 +125,16 @@ def loops_without_constant_bounds(bundle_dir: Path, model: str) -> list[str]:
 def kernel_bodies(kernels_c: str) -> dict[str, str]:
     """Each kernel function's name -> its body, from a bundle's kernels.c (a function ends at a `}` line)."""
     return {match[1]: match[2] for match in re.finditer(r"^void (\w+)\(.*?\) \{\n(.*?)^\}", kernels_c, re.S | re.M)}
+
+
+_LOCAL_ARRAY = re.compile(r"^\s+(u?int(?:8|16|32|64)_t|float|double) \w+\[(\d+)\];", re.M)
+_C_TYPE_BYTES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8,
+                 "uint64_t": 8, "float": 4, "double": 8}
+
+
+def stack_array_bytes(kernels_c: str) -> dict[str, int]:
+    """Each kernel function's local arrays (`  int8_t band_ptr[1023];`) in bytes, summed, as a bundle's kernels.c
+    declares them: what the generator counts from the TIR (KernelSignature.stack_array_bytes), read from the C."""
+    bodies = re.finditer(r"^(?:void|int32_t) (\w+)\(.*?\) \{\n(.*?)^\}", kernels_c, re.S | re.M)
+    return {match[1]: sum(_C_TYPE_BYTES[dtype] * int(count) for dtype, count in _LOCAL_ARRAY.findall(match[2]))
+            for match in bodies}

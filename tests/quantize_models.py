@@ -98,15 +98,15 @@ WIDE_RANGE_PEAK = 60.0  # the scale of the hidden unit that sets its tensor's ra
 WIDE_RANGE_HIDDEN = 20  # units: 40 B of int16, not a multiple of the profiles' 16-byte buffer alignment
 
 
-def write_wide_range_classifier(folder: Path, seed: int = 7, squashed: bool = False) -> Path:
-    """FULLY_CONNECTED (RELU, 20 units) -> FULLY_CONNECTED (5 logits) -> SOFTMAX on a 1x8 input, whose int8
-    activations cost it its top-1 while int16 ones do not: hidden unit 0 is WIDE_RANGE_PEAK x larger than the
-    others (its weights and bias scaled) and the logits do not read it (zero weights), so the hidden tensor's
-    int8 step (range / 255, ~0.4 on uniform [-1, 1) inputs) is coarser than the units the logits read (~0-2)
-    need, and int16's is 256 x finer. The model's loss is its activations' rounding, not its weights'.
+def write_wide_range_classifier(folder: Path, seed: int = 7, squashed: bool = False,
+                                 hidden: int = WIDE_RANGE_HIDDEN) -> Path:
+    """FULLY_CONNECTED (RELU, `hidden` units, 20 by default) -> FULLY_CONNECTED (5 logits) -> SOFTMAX on a 1x8
+    input, whose int8 activations cost it its top-1 while int16 ones do not: hidden unit 0 is WIDE_RANGE_PEAK x
+    larger than the others (its weights and bias scaled) and the logits do not read it (zero weights), so the
+    hidden tensor's int8 step (range / 255, ~0.4 on uniform [-1, 1) inputs) is coarser than the units the logits
+    read (~0-2) need, and int16's is 256 x finer. The model's loss is its activations' rounding, not its weights'.
     `squashed`: a LOGISTIC between the logits and the SOFTMAX (an operator with no 16x8 kernel)."""
     rng = np.random.default_rng(seed)
-    hidden = WIDE_RANGE_HIDDEN
     first_w, first_b = rng.normal(0.0, 0.6, (hidden, WIDE_RANGE_INPUT[1])), rng.normal(0.0, 0.3, hidden)
     first_w[0], first_b[0] = np.abs(first_w[0]) * WIDE_RANGE_PEAK, WIDE_RANGE_PEAK * 3.0
     second_w, second_b = rng.normal(0.0, 1.0, (WIDE_RANGE_CLASSES, hidden)), rng.normal(0.0, 0.1, WIDE_RANGE_CLASSES)

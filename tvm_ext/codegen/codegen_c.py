@@ -76,6 +76,14 @@ def _buffer_bytes(buf) -> int:
     return math.prod(int(d) for d in buf.shape) * tvm.DataType(buf.dtype).bits // 8
 
 
+def stack_array_bytes(func: tirx.PrimFunc) -> int:
+    """The bytes of the local arrays the C function of the lowered `func` declares (every allocation left after
+    `plain_c_signature`: small accumulators and the "local" buffers a schedule keeps on the stack, such as a
+    depthwise kernel's band), all counted as live at once: an upper bound on what they add to the kernel's frame
+    (GCC may overlap arrays of disjoint scopes), alignment padding aside."""
+    return sum(_buffer_bytes(node.buffer) for node in walk(func.body) if isinstance(node, tirx.AllocBuffer))
+
+
 def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
     """`stmt` with every scratch-sized AllocBuffer removed (appended to `taken`); None if nothing is left.
     Every statement kind is rewritten through `tir_walk.map_child_stmts` (an unknown kind raises)."""
@@ -310,7 +318,7 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         parameters = tuple(_parameter(p, i < num_inputs and i not in rewritten) for i, p in enumerate(func.params))
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters,
                                                      stream_orders(func, num_inputs, num_outputs),
-                                                     returns_status(func))
+                                                     returns_status(func), stack_array_bytes(func))
     with calls_to_c_helpers(prefix) as roundings, calls_to_helpers(prefix) as helpers, \
             calls_to_signal_helpers() as signal_helpers:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()

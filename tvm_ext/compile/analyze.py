@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from emulator.cycle_model import cycle_estimate
 from memory_planner.plan import OperatorSupport
 from target.profile import Profile
-from target.resources import FlashSource, FlashUse
+from target.resources import FlashSource, FlashUse, StackBound
 from tvm_ext.compile import CompileError, stage_logger
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class ProfileAnalysis:
     estimated_microseconds: float | None = None
     problem: str | None = None
     patches: str | None = None  # the patch plan analysed (PatchFacts.line), None: layer by layer
+    stack: StackBound | None = None  # the stack counted in total_ram_bytes (device_ram.planned_stack)
 
     @property
     def fits(self) -> bool:
@@ -170,7 +171,8 @@ def _profile_analysis(imported, profile: Profile, jobs: int, patches: "PatchRequ
             generated = codegen(passes(imported, profile, tvm_target, patches=cut), imported, profile, tvm_target,
                                 jobs)
             planned = planning(generated.plan, profile)
-            # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
+            # Nothing is built, so the stack is counted (the profile's stack_bound_bytes + the largest kernel's
+            # stack arrays: device_ram.planned_stack), as for --no-build.
             return None, generated, planned, planned.ram(profile, stack_measured_later=False)
 
         func = main_for_patches(imported, tvm_target)  # the function the plans' cuts are of
@@ -209,7 +211,8 @@ def _planned_analysis(imported, profile: Profile, planned, ram, patched: str | N
     return ProfileAnalysis(
         profile, tuple(layers), report.total_macs, planned.plan.weight_bytes(),
         sum(buffer.nbytes for buffer in planned.buffers), planned.memory.arena_bytes, ram.total_bytes,
-        None if timing is None else sum(layer.estimated_microseconds or 0.0 for layer in layers), problem, patched)
+        None if timing is None else sum(layer.estimated_microseconds or 0.0 for layer in layers), problem, patched,
+        ram.stack_bound)
 
 
 def _describe_profile(result: ProfileAnalysis) -> str:

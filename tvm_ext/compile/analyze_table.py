@@ -63,9 +63,12 @@ def analysis_text(analysis: Analysis) -> str:
         lines += ["", f"Per kernel call on {analysis.profiles[0].profile.name}:", *layer_lines(analysis.profiles[0])]
     lines += ["", *_table(SUMMARY_HEAD, [summary_row(result) for result in analysis.profiles])]
     lines += [f"{result.profile.name}: {result.patches}" for result in analysis.profiles if result.patches]
+    lines += [f"stack on {result.profile.name}: {result.stack.bytes:,} B counted: {result.stack.parts()}"
+              for result in analysis.profiles if result.stack is not None]
     lines += [f"{result.profile.name}: {result.problem}" for result in analysis.profiles if result.problem]
     lines += ["", "activations: every activation buffer's bytes before the arena shares them; total RAM: the arena, "
-              "the inputs and outputs outside it, the state and the profile's stack_bound_bytes; flash: the "
+              "the inputs and outputs outside it, the state and the stack counted (the profile's stack_bound_bytes "
+              "for the frames + the largest kernel's stack arrays); flash: the "
               "weights stored (the code needs a build, report.md of a built bundle gives it); est.: "
               + DESCRIPTION + ", times the core's cycles per "
               "instruction (docs/cycle_model.md) at the profile's clock_hz ('-': no cycle table for the core)"]

@@ -5,7 +5,8 @@ DoesNotFitError).
 The stack is counted as the profile allows: a bundle built for an emulated board has its run call's stack
 measured after the build (`emulator.stack`), so the check before the build counts the other parts alone
 (StackSource.PENDING) and `with_measured_stack` checks again with the measured figure; any other bundle
-counts the profile's documented bound `stack_bound_bytes`. The flash is counted likewise: the weights alone
+counts its bound (`planned_stack`: the profile's documented `stack_bound_bytes` for the frames plus the largest
+local arrays one of its kernels keeps on the stack), which a measured RamUse carries beside its measurement. The flash is counted likewise: the weights alone
 before the build (FlashSource.PENDING), then the bundle's objects in the linked self-test of the emulated board,
 code and data included (`with_measured_flash`); a bundle not built for an emulated board has its weights alone
 counted (FlashSource.WEIGHTS_ONLY), and its manifest says so.
@@ -20,7 +21,7 @@ from memory_planner.api import MemoryPlan
 from memory_planner.from_plan import io_bytes_outside
 from memory_planner.plan import ExecutionPlan
 from target.profile import Profile
-from target.resources import (FlashSource, FlashUse, RamUse, ResourceError, StackSource, check_fits,
+from target.resources import (FlashSource, FlashUse, RamUse, ResourceError, StackBound, StackSource, check_fits,
                               check_io_fits)
 from tvm_ext.compile import DoesNotFitError
 
@@ -36,14 +37,25 @@ def planned_ram(plan: ExecutionPlan, memory: MemoryPlan, profile: Profile, stack
                 other_arenas_bytes: int = 0) -> RamUse:
     """The RAM of `plan` placed by `memory`: the arena (with `other_arenas_bytes`, the arenas of the faster RAM
     regions when the profile lists several: memory_planner.regions), the inputs and outputs outside it, the
-    state, and the stack: PENDING when `stack_measured_later` (an emulated build follows), else the profile's
-    bound."""
+    state, and the stack: PENDING when `stack_measured_later` (an emulated build follows), else its counted bound
+    (`planned_stack`), which the RamUse carries either way."""
     inputs, outputs = io_bytes_outside(plan, memory)
     state = sum(tensor.nbytes for tensor in plan.states())
     arena = memory.arena_bytes + other_arenas_bytes
+    bound = planned_stack(plan, profile)
     if stack_measured_later:
-        return RamUse(arena, inputs, outputs, state, 0, StackSource.PENDING, other_arenas_bytes)
-    return RamUse(arena, inputs, outputs, state, profile.stack_bound_bytes, StackSource.BOUND, other_arenas_bytes)
+        return RamUse(arena, inputs, outputs, state, 0, StackSource.PENDING, other_arenas_bytes, bound)
+    return RamUse(arena, inputs, outputs, state, bound.bytes, StackSource.BOUND, other_arenas_bytes, bound)
+
+
+def planned_stack(plan: ExecutionPlan, profile: Profile) -> StackBound:
+    """The stack of one run call of `plan` counted without building it (target.StackBound): the profile's
+    `stack_bound_bytes` for the frames, plus the most bytes of local arrays one called kernel's C declares
+    (KernelCall.stack_array_bytes; the first such kernel in call order names it)."""
+    deepest = max(plan.calls, key=lambda call: call.stack_array_bytes, default=None)
+    if deepest is None or deepest.stack_array_bytes == 0:
+        return StackBound(profile.stack_bound_bytes)
+    return StackBound(profile.stack_bound_bytes, deepest.stack_array_bytes, deepest.kernel)
 
 
 def with_measured_stack(ram: RamUse, measured: dict[str, object]) -> RamUse:

@@ -261,9 +261,11 @@ def _shared_ram(rams: list[RamUse], faster_bytes: int = 0) -> RamUse:
     lists several: packager.several.shared_regions), every model's inputs, outputs and state, the deepest stack
     (one model runs at a time)."""
     last = max(r.arena_bytes - r.faster_arena_bytes for r in rams)
+    bounds = [r.stack_bound for r in rams if r.stack_bound is not None]
     return RamUse(last + faster_bytes, sum(r.input_bytes for r in rams),
                   sum(r.output_bytes for r in rams), sum(r.state_bytes for r in rams),
-                  max(r.stack_bytes for r in rams), rams[0].stack_source, faster_bytes)
+                  max(r.stack_bytes for r in rams), rams[0].stack_source, faster_bytes,
+                  max(bounds, key=lambda bound: bound.bytes, default=None))
 
 
 def _self_test(folder: Path, name: str, config: BuildConfig, bundles: list[BundleInputs]

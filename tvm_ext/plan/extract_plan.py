@@ -399,7 +399,8 @@ def extract_plan(
             calls.append(KernelCall(kernel, layers, args, outputs, scratch,
                                     _access(signatures[kernel], args, outputs), operators=operators,
                                     macs=mac_count_of(mod[value.args[0]]), subgraph=subgraphs[index],
-                                    checks_indices=signatures[kernel].checks_indices))
+                                    checks_indices=signatures[kernel].checks_indices,
+                                    stack_array_bytes=signatures[kernel].stack_array_bytes))
         elif isinstance(value, relax.Call) and any(value.op.same_as(op) for op in _VIEW_OPS):
             source = builder.tensor_for(value.args[0], layer)
             offset = int(value.args[3].value) if value.op.same_as(_VIEW) else 0  # bytes into `source`

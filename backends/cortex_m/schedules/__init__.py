@@ -124,8 +124,7 @@ from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, share
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
-from backends.cortex_m.schedules.depthwise_rows import own_depthwise, rows_take
-from backends.cortex_m.schedules.depthwise_runs import pixel_tiles_take
+from backends.cortex_m.schedules.depthwise_rows import own_for_kernel_stack
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 from tvm_ext.tir.tir_walk import vars_read
@@ -376,6 +375,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on cores with the DSP extension
     (MVE's too), int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
     dsp_only = has_dsp_extension(profile) and not has_mve(profile)
+    # the few-channel depthwise kernel's band within the stack the profile lets one kernel's arrays take
+    own_depthwise, pixel_tiles_take, rows_take = own_for_kernel_stack(profile.kernel_stack_bytes)
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),

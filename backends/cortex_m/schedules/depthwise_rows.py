@@ -24,13 +24,15 @@ Measured on cortex-m4f (instructions per MAC, tiles -> rows): mobilenet_v2_050_6
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import functools
+from typing import Callable, Optional, Sequence
 
 from tvm import te, tirx
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers import DEPTHWISE_ROWS_HELPERS
-from backends.cortex_m.schedules.depthwise_runs import BAND_BYTES, dsp_operands_fit, few_channel_depthwise
+from backends.cortex_m.schedules.depthwise_runs import (BAND_BYTES, band_bytes_of, dsp_operands_fit,
+                                                       few_channel_depthwise, for_kernel_stack)
 from backends.cortex_m.schedules.window1_conv import _Stage
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -172,4 +174,16 @@ def own_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor],
     `band_bytes` of stack: the channel rows where they fit and pay, else `depthwise_runs.few_channel_depthwise`'s
     forms (channels not whole tiles of four), else None."""
     rows = channel_rows(data, weight, bias, band_bytes=band_bytes, **keywords)
-    return rows if rows is not None else few_channel_depthwise(data, weight, bias, **keywords)
+    return rows if rows is not None else few_channel_depthwise(data, weight, bias, band_bytes=band_bytes, **keywords)
+
+
+@functools.cache
+def own_for_kernel_stack(kernel_stack_bytes: int) -> tuple[Callable[..., Optional[te.Tensor]],
+                                                            Callable[..., bool], Callable[..., bool]]:
+    """`own_depthwise`, `depthwise_runs.pixel_tiles_take` and `rows_take` with the band of a profile's
+    `kernel_stack_bytes` (`depthwise_runs.band_bytes_of`, the runs' and the rows' one budget): one triple of
+    functions per budget, so that a compile's layers share their kernels (`depthwise_runs.for_kernel_stack`)."""
+    band = band_bytes_of(kernel_stack_bytes)
+    _, pixel_tiles = for_kernel_stack(kernel_stack_bytes)
+    return (functools.partial(own_depthwise, band_bytes=band), pixel_tiles,
+            functools.partial(rows_take, band_bytes=band))

@@ -23,7 +23,7 @@ row's end (it may overlap the one before it: both write the same values).
 Pixel tiles (from five channels, where `pixel_tiles_pay`, or where the runs' band or phases do not fit): each output
 pixel is one call of `<prefix>_depthwise_pixel_s8x4`, the fused tiles of its channels 0-3, 4-7, .. and its last
 four (C - 4 on), reading the weights, biases, multipliers and shifts where they are (no phases), the band a strip
-of `strip_pixels` output pixels' windows (whole rows where they fit BAND_BYTES; the last strip of a row ending at
+of `strip_pixels` output pixels' windows (whole rows where they fit the band's bytes; the last strip of a row ending at
 the row's end, overlapping the one before it), so that any channel count whose one pixel's window columns fit
 takes them. Cortex-m4f, a 3x3 layer over 25x5x30 (ds_cnn_w30_49x10_int8's): 379,404 -> 159,463 instructions (11.2
 -> 4.7 per MAC; 28 channels through the DSP depthwise schedules: 4.1); over 12x12x42 (three strips a row) 4.9 per MAC
@@ -37,7 +37,7 @@ one stepping two columns on the generic kernel 14,849 -> 15,368).
 Window form (from five channels, where the window steps more than one column or not one pixel's window fits the
 band: `_geometry`): each output pixel's pixel tiles read a copy of its window on the stack (its rows, or its taps,
 copied where they lie in the image, the padding's taps the input's zero point), in chunks of `window_chunk` channels
-where the whole window's would exceed BAND_BYTES (one pixel-tiles call a chunk; the last chunk may overlap the one
+where the whole window's would exceed the band's bytes (one pixel-tiles call a chunk; the last chunk may overlap the one
 before it); the interior pixels read the image where it lies instead where every pixel is interior (no band) or
 where the copies saved pay for the second inlined call's code at the code price (`interior_reads_pay`). Where the
 generic kernel ran these layers (one copy of the code per border case, a channel at a time): cortex-m4f,
@@ -53,7 +53,8 @@ Chosen by shape (`few_channel_depthwise` gives None elsewhere: the generic kerne
 multiplier 1, channels not a multiple of four (at least 2), a window stepping one column (any row stride, dilation,
 padding; or any column stride from five channels: the window form), an output row of at least four elements, int32 or int16 biases with the input zero point folded in,
 per-channel multipliers and shifts of the "double_small" requantization, no activation narrower than int8, a band
-within BAND_BYTES (and the runs' phases within PHASE_BYTES) of stack, and at least INSIDE of the window taps in the
+within half the profile's `kernel_stack_bytes` (and the runs' phases within the other half) of stack (`for_kernel_stack`;
+BAND_BYTES where it keeps the default), and at least INSIDE of the window taps in the
 image.
 """
 
@@ -62,7 +63,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from math import gcd
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from tvm import te, tirx
 
@@ -73,6 +74,7 @@ from backends.cortex_m.helpers.depthwise_mac_c import WEIGHT_TAGS, dsp_depthwise
 from backends.cortex_m.schedules.depthwise_tiles import DEPTHWISE_TILES_ACCESS, DSP_TILES_OPS
 from backends.cortex_m.schedules.window1_conv import _Stage
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero, row_major_indices
+from target.profile import DEFAULT_KERNEL_STACK_BYTES
 from tvm_ext.tir.helper_calls import register_helper_call
 
 PIXEL_OPS = {weights: by_bias(f"tvm_ext.depthwise_pixel_s8x4{WEIGHT_TAGS[weights]}") for weights in WEIGHT_TAGS}
@@ -85,12 +87,11 @@ for _weights, _ops in PIXEL_OPS.items():
                              functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias, weights=_weights),
                              DEPTHWISE_TILES_ACCESS)
 
-BAND_BYTES = 1024
+BAND_BYTES = DEFAULT_KERNEL_STACK_BYTES // 2
 """The most bytes of the window's rows, padded, the kernel keeps on its stack (the band: whole rows for the runs,
-a strip of them for pixel tiles)."""
-PHASE_BYTES = 1024
-"""The most bytes of the runs' phases' constants the kernel keeps on its stack (`phase_bytes`); the kernel's stack
-is at most BAND_BYTES + PHASE_BYTES and its scalars."""
+a strip of them for pixel tiles, a window's copy for the window form) where the profile keeps the default
+`kernel_stack_bytes`: half of a profile's (`band_bytes_of`); the runs' phases' constants (`phase_bytes`) take at most
+as many, so the kernel's stack is at most the profile's kernel_stack_bytes and its scalars."""
 LANES = 4
 """The elements of one tile (the fused helper's four channels)."""
 INSIDE = 2 / 3
@@ -129,6 +130,22 @@ PIXEL_PASS_TILES = 0.25
 instructions a pixel of two tiles)."""
 
 
+def band_bytes_of(kernel_stack_bytes: int) -> int:
+    """The band's most bytes (and the phases') on a profile whose kernels keep at most `kernel_stack_bytes` of local
+    arrays on their stacks (target.Profile.kernel_stack_bytes): half of them each."""
+    return kernel_stack_bytes // 2
+
+
+@functools.cache
+def for_kernel_stack(kernel_stack_bytes: int) -> tuple[Callable[..., Optional[te.Tensor]], Callable[..., bool]]:
+    """`few_channel_depthwise` and `pixel_tiles_take` with the band of a profile's `kernel_stack_bytes`
+    (`band_bytes_of`): one pair of functions per budget, so that a compile's layers share their kernels (the int8
+    lowering keys its chosen kernel by the function: `tvm_ext.transform.int8.binary.first_fitting`)."""
+    band = band_bytes_of(kernel_stack_bytes)
+    return (functools.partial(few_channel_depthwise, band_bytes=band),
+            functools.partial(pixel_tiles_take, band_bytes=band))
+
+
 def inside_share(size: int, kernel: int, stride: int, dilation: int, before: int, outputs: int) -> float:
     """The share of `outputs` windows' taps (`kernel` taps `dilation` apart, `stride` apart, the first `before`
     elements ahead of the axis) along an axis of `size` elements that lie on the axis."""
@@ -150,10 +167,10 @@ def pixel_tiles_pay(channels: int, out_w: int) -> bool:
     return out_w * (-(-channels // LANES) + PIXEL_PASS_TILES) < -(-out_w * channels // LANES) * RUN_CALL_COST
 
 
-def strip_pixels(channels: int, kh: int, kw: int, dilation: int, out_w: int) -> int:
+def strip_pixels(channels: int, kh: int, kw: int, dilation: int, out_w: int, band_bytes: int = BAND_BYTES) -> int:
     """The most output pixels of a row (at most `out_w`) whose windows' columns (`kw` taps `dilation` apart) over
-    `kh` rows of `channels` channels fit BAND_BYTES; 0 where not one pixel's do."""
-    return max(0, min(out_w, BAND_BYTES // (kh * channels) - (kw - 1) * dilation))
+    `kh` rows of `channels` channels fit `band_bytes`; 0 where not one pixel's do."""
+    return max(0, min(out_w, band_bytes // (kh * channels) - (kw - 1) * dilation))
 
 
 def dsp_operands_fit(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: _Stage,
@@ -182,14 +199,15 @@ def _fits(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: 
 def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
                           output: _Stage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
                           multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
-                          zero_point_in_bias: bool = False) -> Optional[te.Tensor]:
+                          zero_point_in_bias: bool = False, band_bytes: int = BAND_BYTES) -> Optional[te.Tensor]:
     """An int8 DEPTHWISE_CONV_2D (operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s: weight
     (KH, KW, C); int16 only where the pixel tiles take the layer: `pixel_tiles_take`) as runs of four-element tiles
-    or pixel tiles (module docstring), or None where neither fits."""
+    or pixel tiles (module docstring) with a band (and phases) within `band_bytes` of stack, or None where neither
+    fits."""
     if not _fits(data, weight, bias, output, multiplier, shift, zero_point_in_bias):
         return None
     geometry = _geometry(tuple(int(d) for d in data.shape[1:]), tuple(int(d) for d in weight.shape[:2]), strides,
-                         padding, dilation, 4 if str(bias.dtype) == "int32" else 2)
+                         padding, dilation, 4 if str(bias.dtype) == "int32" else 2, band_bytes)
     if geometry is None or (geometry.runs and str(weight.dtype) != "int8"):  # widened: pixel tiles only
         return None
     op = (PIXEL_OPS[str(weight.dtype)] if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
@@ -200,21 +218,22 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
 
 
 def pixel_tiles_take(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
-                     dilation: Sequence[int], bias_bytes: int) -> bool:
+                     dilation: Sequence[int], bias_bytes: int, band_bytes: int = BAND_BYTES) -> bool:
     """Whether `few_channel_depthwise` runs a layer of these shapes (input (H, W, C), window (KH, KW), strides,
-    padding (top, left, bottom, right), dilation, `bias_bytes` a channel's bias as stored) as pixel tiles where its
+    padding (top, left, bottom, right), dilation, `bias_bytes` a channel's bias as stored, its `band_bytes`) as
+    pixel tiles where its
     operands fit (`_fits`): the one choice of the kernel (`_geometry`), which the int8 lowering reads to widen an even
     channel count's weights to int16 only where the pixel tiles read them (the generic kernel and the runs read int8
     ones: `backends.backend.KernelSchedules.depthwise_pixel_tiles`)."""
-    geometry = _geometry(shape, window, strides, padding, dilation, bias_bytes)
+    geometry = _geometry(shape, window, strides, padding, dilation, bias_bytes, band_bytes)
     return geometry is not None and geometry.runs == 0
 
 
 def _geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
-              dilation: Sequence[int], bias_bytes: int) -> Optional[_Geometry]:
+              dilation: Sequence[int], bias_bytes: int, band_bytes: int) -> Optional[_Geometry]:
     """The kernel's form of a layer whose operands fit (`_fits`; arguments as `pixel_tiles_take`'s): pixel tiles
     (runs 0) or runs, or None where neither takes it (a window not stepping one column, too few of its taps in the
-    image, a band or phases over the stack's)."""
+    image, a band or phases over `band_bytes`)."""
     in_h, in_w, channels = (int(d) for d in shape)
     kh, kw = (int(d) for d in window)
     top, left, bottom, right = (int(p) for p in padding)
@@ -224,9 +243,9 @@ def _geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int
         in_w, kw, strides[1], dilation[1], left, out_w)
     if out_w * channels < LANES or share < WINDOW_INSIDE:
         return None
-    chunk = window_chunk(channels, kh, kw)
+    chunk = window_chunk(channels, kh, kw, band_bytes)
     if channels > LANES and chunk and window_pays(out_h * out_w * kh * kw * channels) and (
-            int(strides[1]) != 1 or strip_pixels(channels, kh, kw, dilation[1], out_w) == 0):
+            int(strides[1]) != 1 or strip_pixels(channels, kh, kw, dilation[1], out_w, band_bytes) == 0):
         interior = (interior_outputs(in_h, kh, strides[0], dilation[0], top, out_h)
                     * interior_outputs(in_w, kw, strides[1], dilation[1], left, out_w))
         return _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, 1,
@@ -235,9 +254,9 @@ def _geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int
     if int(strides[1]) != 1 or share < INSIDE:
         return None
     used = channels // gcd(channels, LANES)  # the phases the runs' tiles start at (module docstring)
-    runs_fit = (kh * (in_w + left + right) * channels <= BAND_BYTES
-                and phase_bytes(used, kh * kw, bias_bytes) <= PHASE_BYTES)
-    strip = strip_pixels(channels, kh, kw, dilation[1], out_w)
+    runs_fit = (kh * (in_w + left + right) * channels <= band_bytes
+                and phase_bytes(used, kh * kw, bias_bytes) <= band_bytes)
+    strip = strip_pixels(channels, kh, kw, dilation[1], out_w, band_bytes)
     if channels > LANES and strip > 0 and (not runs_fit or pixel_tiles_pay(channels, out_w)):
         return _Geometry(in_h, in_w, channels, kh, kw, top, left, strides[0], dilation, out_h, out_w, strip)
     if runs_fit:
@@ -310,12 +329,12 @@ def interior_reads_pay(interior: int, pixels: int, window_bytes: int) -> str:
     return "image" if interior * window_bytes * COPY_BYTE_COST > DIRECT_CODE_BYTES * INSTRUCTIONS_PER_BYTE else ""
 
 
-def window_chunk(channels: int, kh: int, kw: int) -> int:
-    """The channels of one border pixel's window copy in the window form (`kh` x `kw` taps within BAND_BYTES of
+def window_chunk(channels: int, kh: int, kw: int, band_bytes: int = BAND_BYTES) -> int:
+    """The channels of one border pixel's window copy in the window form (`kh` x `kw` taps within `band_bytes` of
     stack): all `channels` where they fit, else the fewest chunks' evenly spread count rounded up to a multiple of
     LANES (the chunks from channel min(j * chunk, channels - chunk): the last may overlap the one before it); 0
     where not LANES channels' window fits."""
-    most = BAND_BYTES // (kh * kw) // LANES * LANES
+    most = band_bytes // (kh * kw) // LANES * LANES
     if most < LANES:
         return 0
     if channels <= most:

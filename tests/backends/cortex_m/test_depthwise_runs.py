@@ -18,6 +18,7 @@ self-test under QEMU compares every output with TFLite Micro's.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from c_checks import stack_array_bytes  # noqa: E402
 from emulator.tools import missing_tools  # noqa: E402
 from test_dual_mac import bit_exact_on_cortex_m4f  # noqa: E402
 from tflite_builder import ModelBuilder, Options, Quantization, Tensor, build  # noqa: E402
@@ -132,6 +134,13 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
         - len(widened), kernels
     # the strips: each band 8 pixels of 42 channels over 3 rows (6 outputs, or 4 at dilation 2)
     assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 2, kernels
+    # the stack a --no-build compile counts bounds the one measured: the profile's bound for the frames + the
+    # largest arrays a kernel declares (a strip's band); the bound alone (1,024 B) was below the 1,160 B measured
+    headroom = json.loads((bundle.out_dir / "manifest.json").read_text())["headroom"]
+    arrays = stack_array_bytes(kernels)
+    assert headroom["stack_bound"]["kernel_arrays_bytes"] == max(arrays.values()), arrays
+    assert headroom["stack_source"] == "measured"
+    assert 1_024 < headroom["stack_bytes"] <= headroom["stack_bound"]["bytes"], headroom
 
 
 def test_pixel_tiles_band_is_the_widest_strip_within_its_stack_bound():
@@ -150,3 +159,41 @@ def test_pixel_tiles_band_is_the_widest_strip_within_its_stack_bound():
                 assert 0 <= strip <= out_w
                 assert strip == 0 or band(strip, channels, kh, kw, dilation) <= BAND_BYTES
                 assert strip == out_w or band(strip + 1, channels, kh, kw, dilation) > BAND_BYTES
+
+
+def test_a_profile_s_kernel_stack_bytes_bound_every_form_s_band_and_phases():
+    """The kernel's local arrays (its band: rows, a strip or a window's copy; the runs' phases) stay within the
+    profile's `kernel_stack_bytes` (half each), which the profile passes down (`kernel_schedules`): a tight board's
+    smaller budget takes narrower strips and window chunks, or the generic kernel, never a larger band."""
+    from dataclasses import replace
+
+    from backends.cortex_m.schedules import kernel_schedules
+    from backends.cortex_m.schedules.depthwise_runs import _geometry, phase_bytes
+    from target import load_profile
+
+    tight = replace(load_profile("cortex-m4f"), kernel_stack_bytes=512)
+    schedules = kernel_schedules(tight)
+    assert schedules.few_channel_depthwise.keywords == schedules.depthwise_pixel_tiles.keywords == {"band_bytes": 256}
+    assert schedules.depthwise_rows_take.keywords == {"band_bytes": 256}
+    assert kernel_schedules(tight).few_channel_depthwise is schedules.few_channel_depthwise  # layers share kernels
+    # the channel rows' band (a 3x3 SAME layer over 64x64x16: 3 rows of pitch 68 and the alignment int16, 410 B)
+    # within the same budget: the default's 1,024 B takes it, the tight board's 256 B does not
+    layer = ((64, 64, 16), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4)
+    assert kernel_schedules(load_profile("cortex-m4f")).depthwise_rows_take(*layer)
+    assert not schedules.depthwise_rows_take(*layer)
+    forms = {}
+    for band_bytes in (256, 1024):
+        for case in RUNS + PIXELS + WINDOWS:
+            extents = [(k - 1) * case.dilation + 1 for k in case.kernel]
+            pads = [max(0, (o - 1) * s + e - n) for o, s, e, n in zip(case.output_size(), case.strides, extents,
+                                                                      case.size)] if case.padding == SAME else [0, 0]
+            padding = (pads[0] // 2, pads[1] // 2, pads[0] - pads[0] // 2, pads[1] - pads[1] // 2)
+            g = _geometry((*case.size, case.channels), case.kernel, case.strides, padding,
+                          (case.dilation, case.dilation), 4, band_bytes)
+            if g is None:
+                continue
+            band = g.kh * g.kw * g.window if g.window else g.kh * g.pitch
+            assert band <= band_bytes and phase_bytes(g.runs, g.kh * g.kw, 4) <= band_bytes, (case, g)
+            forms[band_bytes, case] = (g.runs > 0, g.strip, g.window)
+    assert len(forms) > len(RUNS + PIXELS + WINDOWS)  # most take a form on the tight board too
+    assert any(forms[256, case] != forms[1024, case] for _, case in forms if (256, case) in forms)

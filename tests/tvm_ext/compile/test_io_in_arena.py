@@ -36,7 +36,8 @@ def test_io_in_arena_bundle_passes_strictly_with_poisoned_gaps_in_less_ram(model
     assert bundle.arena_bytes <= default.arena_bytes + io_bytes(default)
     assert (bundle.ram.input_bytes, bundle.ram.output_bytes) == (0, 0)
     assert bundle.total_ram_bytes == bundle.arena_bytes + bundle.ram.stack_bytes
-    assert bundle.total_ram_bytes < default.total_ram_bytes == default.arena_bytes + io_bytes(default) + 1_024
+    assert bundle.total_ram_bytes < default.total_ram_bytes == (default.arena_bytes + io_bytes(default)
+                                                                + default.ram.stack_bound.bytes)
 
     header = (bundle.out_dir / f"{m}.h").read_text()
     assert f"int {m}_run(void);" in header
@@ -69,9 +70,12 @@ def test_the_cli_flag_reports_total_ram_and_the_default_keeps_its_api(compiled, 
     assert proc.returncode == 0, proc.stderr
     summary = proc.stdout.strip().splitlines()[-1]
     arena = json.loads((tmp_path / "cli" / "manifest.json").read_text())["arena"]["bytes"]
+    stack = json.loads((tmp_path / "cli" / "manifest.json").read_text())["headroom"]["stack_bound"]
+    assert stack["frames_bytes"] == 1_024  # lowpower's stack_bound_bytes, + the example's accumulators
     assert f"arena {arena:,} B" in summary and (
-        f"total RAM {arena + 1_024:,} B (arena {arena:,} B + inputs 0 B + outputs 0 B + state 0 B + stack 1,024 B "
-        "the profile's stack_bound_bytes)") in summary
+        f"total RAM {arena + stack['bytes']:,} B (arena {arena:,} B + inputs 0 B + outputs 0 B + state 0 B + stack "
+        f"{stack['bytes']:,} B counted: frames 1,024 B (the profile's stack_bound_bytes) + "
+        f"{stack['kernel_arrays_bytes']:,} B of the kernel {stack['kernel']}'s stack arrays)") in summary
 
     default = compiled(example_model)
     m = default.plan.model

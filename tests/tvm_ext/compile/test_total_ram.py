@@ -1,6 +1,6 @@
 """The fit check counts everything one inference holds in SRAM, not the arena alone: the arena, the inputs and
-outputs outside it, the state, and the run call's stack (measured on the emulated board, else the profile's
-`stack_bound_bytes`); a refusal names every part and the excess (exit 2, nothing left behind).
+outputs outside it, the state, and the run call's stack (measured on the emulated board, else counted: the
+profile's `stack_bound_bytes` for the frames + the largest local arrays one kernel declares); a refusal names every part and the excess (exit 2, nothing left behind).
 
 Before: a board whose SRAM held kws_ref_model's arena (10,048 B) but not its arena, input, output and stack
 (10,762 B) accepted it; the check compared the arena alone with the SRAM."""
@@ -15,6 +15,7 @@ import pytest
 
 import target
 import tvm_ext
+from c_checks import stack_array_bytes
 from conftest import models_dir
 from emulator.tools import missing_tools
 from tvm_ext.compile import DoesNotFitError
@@ -48,6 +49,7 @@ def test_the_emulated_bundle_counts_every_part_and_its_measured_stack(compiled):
     assert bundle.total_ram_bytes == ram.total_bytes == manifest["headroom"]["total_ram_bytes"]
     assert manifest["headroom"]["sram_headroom_bytes"] == 32_768 - ram.total_bytes
     assert manifest["headroom"]["stack_source"] == "measured"
+    assert ram.stack_bytes <= manifest["headroom"]["stack_bound"]["bytes"]  # the --no-build count bounds it
 
 
 @needs_qemu
@@ -81,13 +83,22 @@ def test_a_board_short_of_the_ram_without_the_stack_is_refused_before_the_build(
         f"+ state 0 B; stack not yet counted: measured after the build) but my-board has {short:,} B (1 B over)")
 
 
-def test_a_host_profile_counts_its_stack_bound(compiled, tmp_path):
-    ram = compiled(f"tflm/{MODEL}.tflite").ram
-    assert (ram.stack_source, ram.stack_bytes) == (target.StackSource.BOUND, 1_024)
+def test_a_host_profile_counts_its_stack_bound_and_its_kernels_stack_arrays(compiled, tmp_path):
+    bundle = compiled(f"tflm/{MODEL}.tflite")
+    ram = bundle.ram
+    arrays = stack_array_bytes((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
+    deepest = max(arrays, key=arrays.get)
+    assert arrays[deepest] > 0  # hello_world's FC kernels keep accumulators on the stack
+    assert ram.stack_bound == target.StackBound(1_024, arrays[deepest], deepest)
+    assert (ram.stack_source, ram.stack_bytes) == (target.StackSource.BOUND, 1_024 + arrays[deepest])
+    manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
+    assert manifest["headroom"]["stack_bound"] == {"bytes": ram.stack_bytes, "frames_bytes": 1_024,
+                                                   "kernel_arrays_bytes": arrays[deepest], "kernel": deepest}
     short = ram.total_bytes - 1
     with pytest.raises(DoesNotFitError) as error:
         tvm_ext.compile(model_path(), board(tmp_path, "lowpower", short), tmp_path / "out", jobs=1, patches="off")
     assert str(error.value) == (
         f"{MODEL}: RAM needs {ram.total_bytes:,} B of SRAM (arena {ram.arena_bytes:,} B + inputs 1 B + outputs 1 B + "
-        f"state 0 B + stack 1,024 B the profile's stack_bound_bytes) but my-board has {short:,} B (1 B over)")
+        f"state 0 B + stack {ram.stack_bytes:,} B counted: frames 1,024 B (the profile's stack_bound_bytes) + "
+        f"{arrays[deepest]:,} B of the kernel {deepest}'s stack arrays) but my-board has {short:,} B (1 B over)")
     assert not (tmp_path / "out").exists()
