@@ -46,11 +46,37 @@ def _broadcast_by(sch: s_tir.Schedule, producer, consumer) -> bool:
     without computing all of it at once (_slice_loop): else a copy of the whole result would cost more arena
     than its arithmetic repeated in the reduction costs time."""
     iterations = math.prod(int(iv.dom.extent) for iv in sch.get(consumer).iter_vars)
-    if iterations <= _elements_written(sch, producer):
+    if iterations <= _elements_written(sch, producer) or _reads_each_element_once(sch, producer, consumer):
         return False
     if not _is_reduction(sch, consumer):
         return True
     return not _reads_window(sch, producer, consumer) and _slice_loop(sch, producer, consumer) is not None
+
+
+def _reads_each_element_once(sch: s_tir.Schedule, producer, consumer) -> bool:
+    """Whether every load `consumer` makes of `producer`'s buffers indexes each dimension by one of its own
+    iteration variables plus a constant, a different variable per dimension, and leaves out none that iterates
+    more than once: no two of its iterations read the same element. A CONCATENATION or a PAD iterates more
+    times than each producer writes elements but reads each element once, in its branch of a select: inlined
+    there, the producer's arithmetic is not repeated (computed at the consumer instead, each producer's
+    one-element buffer is written under a condition GCC's -Wmaybe-uninitialized cannot match to the read's)."""
+    block = sch.get(consumer)
+    iterating = {iv.var for iv in block.iter_vars if int(iv.dom.extent) > 1}
+    written = _written(sch, producer)
+    loads = [node for node in walk(block.body) if isinstance(node, ir.TensorLoad) and node.source in written]
+    for load in loads:
+        variables = [_offset_variable(index) for index in load.indices]
+        indexed = [var for var in variables if var is not None]
+        if len(indexed) != len(variables) or len(set(indexed)) != len(indexed) or not iterating <= set(indexed):
+            return False
+    return bool(loads)
+
+
+def _offset_variable(index: PrimExpr) -> Optional[tirx.Var]:
+    """The variable of an index ``v``, ``v + c`` or ``v - c`` (``c`` a constant), else None."""
+    if isinstance(index, (tirx.Add, tirx.Sub)) and isinstance(index.b, tirx.IntImm):
+        index = index.a
+    return index if isinstance(index, tirx.Var) else None
 
 
 def _reads_window(sch: s_tir.Schedule, producer, consumer) -> bool:

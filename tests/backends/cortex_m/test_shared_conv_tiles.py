@@ -79,20 +79,19 @@ def test_a_kernel_of_two_windows_keeps_the_tiles_inlined():
     assert shared_conv_tiles(uses) == frozenset({"fc1", "fc2", "fc3"})
 
 
-@T.prim_func(s_tir=True)
-def _kernel(x: T.Buffer((98,), "int8"), w: T.Buffer((144,), "int8"), b: T.Buffer((12,), "int32"),
-            m: T.Buffer((12,), "int32"), sh: T.Buffer((12,), "int8"), out: T.Buffer((84,), "int8")):
-    for n in range(7):
-        T.evaluate(T.call_intrin("int32", CONV_TILES_OPS["int32"], T.address_of(out[n * 12]),
-                                 T.address_of(x[n * 14]), T.address_of(w[0]), T.address_of(b[0]),
-                                 T.address_of(m[0]), T.address_of(sh[0]), 3, 14, 12, 1, 12, 12))
-    for n in range(2):
-        T.evaluate(T.call_intrin("int32", SHARED_CONV_TILES_OPS["int16"], T.address_of(out[n * 12]),
-                                 T.address_of(x[n * 14]), T.address_of(w[0]), T.address_of(b[0]),
-                                 T.address_of(m[0]), T.address_of(sh[0]), 3, 14, 12, 1, 12, 12))
-
-
 def test_the_facts_of_a_scheduled_kernel():
+    @T.prim_func(s_tir=True)
+    def _kernel(x: T.Buffer((98,), "int8"), w: T.Buffer((144,), "int8"), b: T.Buffer((12,), "int32"),
+                m: T.Buffer((12,), "int32"), sh: T.Buffer((12,), "int8"), out: T.Buffer((84,), "int8")):
+        for n in range(7):
+            T.evaluate(T.call_intrin("int32", CONV_TILES_OPS["int32"], T.address_of(out[n * 12]),
+                                     T.address_of(x[n * 14]), T.address_of(w[0]), T.address_of(b[0]),
+                                     T.address_of(m[0]), T.address_of(sh[0]), 3, 14, 12, 1, 12, 12))
+        for n in range(2):
+            T.evaluate(T.call_intrin("int32", SHARED_CONV_TILES_OPS["int16"], T.address_of(out[n * 12]),
+                                     T.address_of(x[n * 14]), T.address_of(w[0]), T.address_of(b[0]),
+                                     T.address_of(m[0]), T.address_of(sh[0]), 3, 14, 12, 1, 12, 12))
+
     # 7 pixels of 12 channels (3 tiles) over one row of 12 inputs (one vector); the int16 copy already called
     uses, present = conv_tiles_uses({"k": _kernel}, {"k": 2})
     assert uses == {"int32": (ConvTilesUse("k", 2, 7, 3, 1, (0, 12, 1, 12, 12)),)}

@@ -87,27 +87,16 @@ def test_a_lookup_table_of_ours_is_trusted(lowpower):
     generate_c({"k": kernel.with_attr(OPERAND_ROLES_ATTR, ["", "exp_table"])}, lowpower)
 
 
-@T.prim_func
-def _through_a_local_buffer(data: T.Buffer((10,), "float32"), idx: T.Buffer((3,), "int32"),
-                            out: T.Buffer((3,), "float32")):
-    positions = T.alloc_buffer((3,), "int32")
-    for i in range(3):
-        positions[i] = idx[i]
-    for i in range(3):
-        out[i] = data[positions[i]]
-
-
-@T.prim_func
-def _through_a_helper(data: T.Buffer((10,), "float32"), idx: T.Buffer((3,), "int32"), out: T.Buffer((3,), "float32")):
-    positions = T.alloc_buffer((3,), "int32")
-    for i in range(3):
-        positions[i] = 0
-    T.evaluate(T.call_extern("int32", "fill_positions", T.address_of(positions[0])))
-    for i in range(3):
-        out[i] = data[positions[i]]
-
-
 def test_positions_copied_into_a_local_buffer_keep_their_guard(lowpower):
+    @T.prim_func
+    def _through_a_local_buffer(data: T.Buffer((10,), "float32"), idx: T.Buffer((3,), "int32"),
+                                out: T.Buffer((3,), "float32")):
+        positions = T.alloc_buffer((3,), "int32")
+        for i in range(3):
+            positions[i] = idx[i]
+        for i in range(3):
+            out[i] = data[positions[i]]
+
     kernel = _through_a_local_buffer.with_attr(NUM_OUTPUTS_ATTR, 1)
     with pytest.raises(UncheckedIndexError, match="positions read from input1"):
         generate_c({"k": kernel}, lowpower)
@@ -115,6 +104,16 @@ def test_positions_copied_into_a_local_buffer_keep_their_guard(lowpower):
 
 
 def test_positions_a_call_writes_are_not_covered_by_any_guard(lowpower):
+    @T.prim_func
+    def _through_a_helper(data: T.Buffer((10,), "float32"), idx: T.Buffer((3,), "int32"),
+                          out: T.Buffer((3,), "float32")):
+        positions = T.alloc_buffer((3,), "int32")
+        for i in range(3):
+            positions[i] = 0
+        T.evaluate(T.call_extern("int32", "fill_positions", T.address_of(positions[0])))
+        for i in range(3):
+            out[i] = data[positions[i]]
+
     kernel = _through_a_helper.with_attr(NUM_OUTPUTS_ATTR, 1).with_attr(INDEX_GUARDS_ATTR, [[1, 1, 0, 10]])
     with pytest.raises(UncheckedIndexError, match="values the kernel does not store itself"):
         generate_c({"k": kernel}, lowpower)

@@ -143,8 +143,7 @@ class _Recurrence:
         """The node's outputs: Y from `states` (per direction, the hidden state of each time step, in time order)
         and Y_h (Y_c ...) from `finals` (per output, each direction's last state), each [batch, hidden]."""
         dirs = len(states)
-        # One concat of every (step, direction) state, in Y's order: a concat of concats is fused into a kernel
-        # whose nested selects GCC's -Wmaybe-uninitialized rejects.
+        # One concat of every (step, direction) state, in Y's order.
         pieces = [self.emit(relax.op.reshape(states[d][t], [1, self.batch, self.hidden]))
                   for t in range(self.seq) for d in range(dirs)]
         y = relax.op.reshape(self.emit(relax.op.concat(pieces, axis=0)), [self.seq, dirs, self.batch, self.hidden])

@@ -56,22 +56,22 @@ def test_the_table_lowers_exactly_the_operators_the_model_check_accepts_for_int8
 
 
 # ------------------------------------------------------------------------------ Before / Expected
-@I.ir_module
-class PoolBefore:
-    @R.function
-    def main(x: R.Tensor((1, 7, 6, 3), "float32")):
-        with R.dataflow():
-            q = R.quantize(x, R.const(0.5, "float32"), R.const(-3, "int32"), axis=0, out_dtype="int8")
-            pooled = R.nn.max_pool2d(q, pool_size=(2, 3), strides=(2, 2), padding=(0, 1, 1, 1), layout="NHWC")
-            clipped = R.clip(pooled, -128, 60)
-            flat = R.reshape(clipped, (1, 36))
-            gv = R.dequantize(flat, R.const(0.5, "float32"), R.const(-3, "int32"), axis=0)
-            R.output(gv)
-        return gv
 
 
 def test_max_pool_folds_the_following_clip_between_the_float_edges():
     """QUANTIZE, MAX_POOL_2D (+ int8 clip folded into its clamp), RESHAPE and DEQUANTIZE, one kernel each."""
+    @I.ir_module
+    class PoolBefore:
+        @R.function
+        def main(x: R.Tensor((1, 7, 6, 3), "float32")):
+            with R.dataflow():
+                q = R.quantize(x, R.const(0.5, "float32"), R.const(-3, "int32"), axis=0, out_dtype="int8")
+                pooled = R.nn.max_pool2d(q, pool_size=(2, 3), strides=(2, 2), padding=(0, 1, 1, 1), layout="NHWC")
+                clipped = R.clip(pooled, -128, 60)
+                flat = R.reshape(clipped, (1, 36))
+                gv = R.dequantize(flat, R.const(0.5, "float32"), R.const(-3, "int32"), axis=0)
+                R.output(gv)
+            return gv
 
     def build(bb, x):
         quantized = kernel(bb, "QUANTIZE", 0, quantize_int8, x, scale=0.5, zero_point=-3)
@@ -90,21 +90,20 @@ B_SCALE, B_ZP = np.float32(0.02), -7
 ADD_SCALE, ADD_ZP = np.float32(0.06), -20
 
 
-@I.ir_module
-class AddBefore:
-    @R.function
-    def main(a: R.Tensor((1, 4), "int8"), b: R.Tensor((1, 4), "int8")):
-        with R.dataflow():
-            fa = R.dequantize(a, R.const(0.05, "float32"), R.const(3, "int32"), axis=0)
-            fb = R.dequantize(b, R.const(0.02, "float32"), R.const(-7, "int32"), axis=0)
-            total = R.nn.relu(R.add(fa, fb))
-            q = R.quantize(total, R.const(0.06, "float32"), R.const(-20, "int32"), axis=0, out_dtype="int8")
-            gv = R.clip(q, -100, 90)
-            R.output(gv)
-        return gv
-
-
 def test_add_takes_its_float_relu_and_the_following_clip_as_its_clamp():
+    @I.ir_module
+    class AddBefore:
+        @R.function
+        def main(a: R.Tensor((1, 4), "int8"), b: R.Tensor((1, 4), "int8")):
+            with R.dataflow():
+                fa = R.dequantize(a, R.const(0.05, "float32"), R.const(3, "int32"), axis=0)
+                fb = R.dequantize(b, R.const(0.02, "float32"), R.const(-7, "int32"), axis=0)
+                total = R.nn.relu(R.add(fa, fb))
+                q = R.quantize(total, R.const(0.06, "float32"), R.const(-20, "int32"), axis=0, out_dtype="int8")
+                gv = R.clip(q, -100, 90)
+                R.output(gv)
+            return gv
+
     relu = ActivationRange().with_float_clip(0.0, float("inf"), ADD_SCALE, ADD_ZP)
     assert relu == ActivationRange(ADD_ZP, 127)
 
@@ -514,37 +513,35 @@ def test_softmax_matches_only_tflites_output_quantization(scale, zero_point, low
         assert record == Mismatch("relax.nn.softmax")
 
 
-@I.ir_module
-class FloatOutputBefore:
-    @R.function
-    def main(x: R.Tensor((1, 8), "int8")):
-        with R.dataflow():
-            gv = R.sigmoid(R.dequantize(x, R.const(0.05, "float32"), R.const(3, "int32"), axis=0))
-            R.output(gv)
-        return gv
-
-
 def test_a_model_output_no_lowering_completes_is_an_unsupported_operator():
     """A float output that is not the DEQUANTIZE of a lowered tensor names its operator (it escaped the
     pass as an internal error before the lowerings returned records)."""
+    @I.ir_module
+    class FloatOutputBefore:
+        @R.function
+        def main(x: R.Tensor((1, 8), "int8")):
+            with R.dataflow():
+                gv = R.sigmoid(R.dequantize(x, R.const(0.05, "float32"), R.const(3, "int32"), axis=0))
+                R.output(gv)
+            return gv
+
     with pytest.raises(UnsupportedOperatorError, match=r"^tiny\.tflite: operator relax\.sigmoid at layer gv "):
         LowerQuantizedToInteger(model_name="tiny.tflite")(FloatOutputBefore)
-
-
-@I.ir_module
-class Int16RsqrtBefore:
-    @R.function
-    def main(x: R.Tensor((1, 8), "int16")):
-        with R.dataflow():
-            inverse = R.rsqrt(R.dequantize(x, R.const(0.001, "float32"), R.const(0, "int32"), axis=-1))
-            gv = R.quantize(inverse, R.const(0.001, "float32"), R.const(0, "int32"), axis=-1, out_dtype="int16")
-            R.output(gv)
-        return gv
 
 
 def test_an_operator_with_an_int8_kernel_only_is_refused_on_int16_activations():
     """RSQRT's kernel is a table of the 256 int8 inputs (TFLite Micro has no int16 RSQRT): on 16x8 activations (the
     quantizer's int16 candidate, a user's Relax module) it is refused, not lowered. (RELU was this case once: its
     kernel clamped to int8, and every output above 127 LSB came out wrong; it has an int16 form now.)"""
+    @I.ir_module
+    class Int16RsqrtBefore:
+        @R.function
+        def main(x: R.Tensor((1, 8), "int16")):
+            with R.dataflow():
+                inverse = R.rsqrt(R.dequantize(x, R.const(0.001, "float32"), R.const(0, "int32"), axis=-1))
+                gv = R.quantize(inverse, R.const(0.001, "float32"), R.const(0, "int32"), axis=-1, out_dtype="int16")
+                R.output(gv)
+            return gv
+
     with pytest.raises(UnsupportedOperatorError, match=r"^tiny: operator RSQRT of int16 activations \(16x8\) at "):
         LowerQuantizedToInteger(model_name="tiny")(Int16RsqrtBefore)
