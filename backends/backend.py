@@ -345,6 +345,11 @@ class KernelSchedules:
     channel count's weights widened to int16: (input (H, W, C), window (KH, KW), strides, padding (top, left,
     bottom, right), dilation, a channel's stored bias bytes) -> bool, the kernel's own choice
     (`backends.cortex_m.schedules.depthwise_runs.pixel_tiles_take`); None: never (such weights stay int8)."""
+    depthwise_rows_take: Optional[Callable[..., bool]] = None
+    """Whether `few_channel_depthwise`, where a layer's operands fit it, takes it with a kernel that reads its
+    weights as they are (int8), so that the lowering keeps them int8 where it would widen whole tiles of four
+    channels for the DSP depthwise tiles: arguments as `depthwise_pixel_tiles`'s, the kernel's own choice
+    (`backends.cortex_m.schedules.depthwise_rows.rows_take`); None: never."""
     qlinear_conv: Optional[Callable[..., Any]] = None
     """The core's own kernel of onnxruntime's QLinearConv of one NCHW int8 image by int8 weights of zero point 0
     (`backends.cortex_m.schedules.helium_qlinear.helium_qlinear_conv`: x, w, bias, multiplier and its keywords),

@@ -124,7 +124,7 @@ from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, share
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
-from backends.cortex_m.schedules.depthwise_runs import for_kernel_stack
+from backends.cortex_m.schedules.depthwise_rows import own_for_kernel_stack
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 from tvm_ext.tir.tir_walk import vars_read
@@ -376,7 +376,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (MVE's too), int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
     dsp_only = has_dsp_extension(profile) and not has_mve(profile)
     # the few-channel depthwise kernel's band within the stack the profile lets one kernel's arrays take
-    few_channel_depthwise, pixel_tiles_take = for_kernel_stack(profile.kernel_stack_bytes)
+    own_depthwise, pixel_tiles_take, rows_take = own_for_kernel_stack(profile.kernel_stack_bytes)
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
@@ -408,10 +408,13 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
         few_channel_conv=few_channel_kernel if dsp_only else None,
-        # ... and of a depthwise layer of channels not whole tiles of four (measured on cortex-m4f)
-        few_channel_depthwise=few_channel_depthwise if dsp_only else None,
+        # ... and of a depthwise layer of channels not whole tiles of four, or of a 3x3 window as channel rows
+        # (measured on cortex-m4f)
+        few_channel_depthwise=own_depthwise if dsp_only else None,
         # ... whose pixel tiles read an even channel count's weights widened to int16 (the lowering widens them there)
         depthwise_pixel_tiles=pixel_tiles_take if dsp_only else None,
+        # ... and whose channel rows read int8 weights as they are (the lowering keeps them int8 there)
+        depthwise_rows_take=rows_take if dsp_only else None,
         # the dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other channel counts
         # pads them (measured on cortex-m4f; on cortex-m55, where such a layer kept the scalar loop nest,
         # ds_cnn_w30_49x10's 30-channel 1x1 layers 534,529 -> 150,397 instructions, its 10x4 stem 2,473,116 -> 199,044)

@@ -173,17 +173,27 @@ def strip_pixels(channels: int, kh: int, kw: int, dilation: int, out_w: int, ban
     return max(0, min(out_w, band_bytes // (kh * channels) - (kw - 1) * dilation))
 
 
-def _fits(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: _Stage,
-          multiplier: Optional[te.Tensor], shift: Optional[te.Tensor], zero_point_in_bias: bool) -> bool:
-    """Whether the tiles compute this layer's outputs (the module docstring's requantization and operands)."""
+def dsp_operands_fit(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: _Stage,
+                     multiplier: Optional[te.Tensor], shift: Optional[te.Tensor], zero_point_in_bias: bool) -> bool:
+    """Whether the DSP cores' depthwise helpers (these tiles and `depthwise_rows`' channel rows) take this layer's
+    operands: one int8 image, a weight (..., C) for each of its C channels, int32 or int16 biases with the input
+    zero point folded in, per-channel multipliers and shifts of the "double_small" requantization and no activation
+    narrower than int8 (each kernel checks its weights' types and window besides)."""
     batch, _, _, channels = (int(d) for d in data.shape)
-    widened = str(weight.dtype) == "int16" and channels % 2 == 0  # the pixel tiles' LDRD: even channels
-    return (str(data.dtype) == "int8" and batch == 1 and (str(weight.dtype) == "int8" or widened)
-            and int(weight.shape[2]) == channels and channels % LANES != 0 and channels >= 2
+    return (str(data.dtype) == "int8" and batch == 1 and int(weight.shape[-1]) == channels
             and bias is not None and str(bias.dtype) in ("int32", "int16") and zero_point_in_bias
             and multiplier is not None and shift is not None and stage.rounding.value == "double"
             and stage.right_shift_only and stage.small_accumulator and stage.activation.low <= -128
             and stage.activation.high >= 127)
+
+
+def _fits(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: _Stage,
+          multiplier: Optional[te.Tensor], shift: Optional[te.Tensor], zero_point_in_bias: bool) -> bool:
+    """Whether the tiles compute this layer's outputs (the module docstring's requantization and operands)."""
+    channels = int(data.shape[3])
+    widened = str(weight.dtype) == "int16" and channels % 2 == 0  # the pixel tiles' LDRD: even channels
+    return ((str(weight.dtype) == "int8" or widened) and channels % LANES != 0 and channels >= 2
+            and dsp_operands_fit(data, weight, bias, stage, multiplier, shift, zero_point_in_bias))
 
 
 def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,

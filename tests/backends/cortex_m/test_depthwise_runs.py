@@ -174,7 +174,13 @@ def test_a_profile_s_kernel_stack_bytes_bound_every_form_s_band_and_phases():
     tight = replace(load_profile("cortex-m4f"), kernel_stack_bytes=512)
     schedules = kernel_schedules(tight)
     assert schedules.few_channel_depthwise.keywords == schedules.depthwise_pixel_tiles.keywords == {"band_bytes": 256}
+    assert schedules.depthwise_rows_take.keywords == {"band_bytes": 256}
     assert kernel_schedules(tight).few_channel_depthwise is schedules.few_channel_depthwise  # layers share kernels
+    # the channel rows' band (a 3x3 SAME layer over 64x64x16: 3 rows of pitch 68 and the alignment int16, 410 B)
+    # within the same budget: the default's 1,024 B takes it, the tight board's 256 B does not
+    layer = ((64, 64, 16), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4)
+    assert kernel_schedules(load_profile("cortex-m4f")).depthwise_rows_take(*layer)
+    assert not schedules.depthwise_rows_take(*layer)
     forms = {}
     for band_bytes in (256, 1024):
         for case in RUNS + PIXELS + WINDOWS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import replace
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import numpy as np
 import tvm
@@ -69,11 +69,11 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
     depthwise = kernel is depthwise_conv2d_int8
-    if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None and int(weight.shape[2]) % 4 \
+    if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None \
             and str(data.tensor.ty.dtype) == "int8" and ctx.graph.constant(data.tensor) is None:
-        # the backend's kernel of a depthwise layer of channels not whole tiles of four, where it fits (else the
-        # generic one); its TE extern stage shows no reduction to count, so the lowering declares the layer's MACs
-        # (each output sums its window's taps)
+        # the backend's own kernel of a depthwise layer (channels not whole tiles of four, or the backend's other
+        # forms), where it fits (else the generic one); its TE extern stage shows no reduction to count, so the
+        # lowering declares the layer's MACs (each output sums its window's taps)
         kernel = first_fitting(ctx.few_channel_depthwise, depthwise_conv2d_int8)
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:2]))
     mac = MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
@@ -89,26 +89,30 @@ def _widens(ctx: LoweringContext, mac: MacKernel, data: relax.Expr, conv: relax.
     many taps, the flash holding the widened weights' extra byte per weight (``LoweringContext.flash_budget``), and
     a kernel reading them as int16: whole tiles of four channels (the DSP depthwise helpers' four consecutive
     channels a tap) or an even count of more than four which the backend's kernel of channels not whole tiles takes
-    with its pixel tiles (``_pixel_tiles``: its last tile overlapping at an even channel, each tap's weights 4-byte
-    aligned; the generic kernel and the runs read int8 ones)."""
+    with its pixel tiles (``_own_choice`` of ``LoweringContext.depthwise_pixel_tiles``: its last tile overlapping at
+    an even channel, each tap's weights 4-byte aligned; the generic kernel and the runs read int8 ones), and not a
+    backend's kernel that reads int8 weights as well (``_own_choice`` of ``LoweringContext.depthwise_rows_take``:
+    the DSP channel rows, where widened weights would cost a byte a weight of flash for nothing)."""
     kh, kw, channels = (int(d) for d in mac.weight.shape)
-    tiles = channels % 4 == 0 or (channels % 2 == 0 and channels > 4 and _pixel_tiles(ctx, mac, data, conv))
+    tiles = channels % 4 == 0 or (channels % 2 == 0 and channels > 4
+                                  and _own_choice(ctx.depthwise_pixel_tiles, ctx, mac, data))
+    tiles = tiles and not _own_choice(ctx.depthwise_rows_take, ctx, mac, data)
     return (0 < kh * kw <= ctx.widened_depthwise_taps and str(data.ty.dtype) == "int8"
             and channels == int(data.ty.shape[3]) and tiles and ctx.flash_budget.grants(conv, int(mac.weight.size)))
 
 
-def _pixel_tiles(ctx: LoweringContext, mac: MacKernel, data: relax.Expr, conv: relax.Call) -> bool:
-    """Whether the backend's kernel of a depthwise layer of channels not whole tiles of four
-    (``LoweringContext.few_channel_depthwise``) takes ``mac`` with its pixel tiles, by the kernel's own choice of
-    the layer's shapes (``LoweringContext.depthwise_pixel_tiles``) and its bias as stored (the zero point folded in:
+def _own_choice(takes: Optional[Callable[..., bool]], ctx: LoweringContext, mac: MacKernel,
+                data: relax.Expr) -> bool:
+    """Whether the backend's kernel of a depthwise layer (``LoweringContext.few_channel_depthwise``) takes ``mac``
+    with the form `takes` chooses (``LoweringContext.depthwise_pixel_tiles`` or ``depthwise_rows_take``), by the
+    kernel's own choice of the layer's shapes and its bias as stored (the zero point folded in:
     ``MacKernel.folded_bias``, which the kernel needs)."""
     folded = mac.folded_bias()
-    if ctx.few_channel_depthwise is None or ctx.depthwise_pixel_tiles is None or folded is None \
-            or mac.geometry is None:
+    if ctx.few_channel_depthwise is None or takes is None or folded is None or mac.geometry is None:
         return False
     g = mac.geometry
-    return ctx.depthwise_pixel_tiles(tuple(int(d) for d in list(data.ty.shape)[1:]), tuple(mac.weight.shape[:2]),
-                                     g.strides, g.padding, g.dilation, bias_constant(folded).value.numpy().itemsize)
+    return takes(tuple(int(d) for d in list(data.ty.shape)[1:]), tuple(mac.weight.shape[:2]), g.strides, g.padding,
+                 g.dilation, bias_constant(folded).value.numpy().itemsize)
 
 
 def _few_channel(ctx: LoweringContext, data: relax.Expr) -> bool:

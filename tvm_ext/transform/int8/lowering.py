@@ -130,6 +130,9 @@ class LoweringContext:
     depthwise_pixel_tiles: Optional[Callable[..., bool]] = None
     """Whether ``few_channel_depthwise`` takes a layer of these shapes with the tiles that read int16 weights
     (``backends.backend.KernelSchedules.depthwise_pixel_tiles``; None: never)."""
+    depthwise_rows_take: Optional[Callable[..., bool]] = None
+    """Whether ``few_channel_depthwise`` takes a layer of these shapes with a kernel reading its weights as int8
+    (``backends.backend.KernelSchedules.depthwise_rows_take``; None: never)."""
     dense_unit_tile: int = 0
     """The channel tile int8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero weight
     rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""

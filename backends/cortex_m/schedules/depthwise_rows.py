@@ -1,0 +1,189 @@
+"""The DSP cores' kernel of an int8 DEPTHWISE_CONV_2D of a 3x3 window as channel rows: one call of the bundle's one
+out-of-line copy of `<prefix>_depthwise_rows3x3_s8` (`backends.cortex_m.helpers.depthwise_mac_c`'s
+DEPTHWISE_ROWS_TEMPLATE, its contract and per-MAC budget in ``depthwise_rows.h.in``), its band of widened input
+rows on the kernel's stack.
+
+Why: the four-channel tiles (``depthwise_tiles``) take a tap of four channels as one SXTB16 pair and four SMLAxy,
+2 instructions per MAC in the taps alone, and load each tile's biases, multipliers and shifts per pixel: cortex-m4f,
+3.3-3.9 instructions per MAC on the shared models' 3x3 layers (mobilenet_v2_050_64_int8's 16x16x96 3.7, the
+depthwise kind's target 2: `packager.kernel_kinds`). The channel rows keep one channel's nine weights (as int16
+pairs), bias, multiplier and shift in registers over all its outputs, and widen each input row of it once into a
+ring of int16 band rows, so that two adjacent outputs' window row is one LDRD and four dual or single MACs.
+
+Chosen (`channel_rows`) where the layer fits (one int8 image, depth multiplier 1, a 3x3 window stepping any rows
+and columns, dilated along rows only, int32 or int16 biases with the input zero point folded in, the
+"double_small" requantization, no activation narrower than int8, its band within `band_bytes`) and pays: its
+instructions (`rows_instructions`) fewer than the tiles' (TILES_PER_MAC a MAC) by more than the code they add
+costs at the code price (ROWS_CODE_BYTES: the helper's one copy priced in every kernel, the conservative side).
+Their per-row and per-channel costs leave small images to the tiles (cortex-m4f: an 8x8x96 layer 3.9 per MAC on
+the tiles, about 4.2 as rows).
+
+Measured on cortex-m4f (instructions per MAC, tiles -> rows): mobilenet_v2_050_64_int8's 3x3 layers on 32x32x16
+3.8 -> 2.9, 16x16x96 3.7 -> 3.3; its code 16,960 -> 16,468 B.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, Optional, Sequence
+
+from tvm import te, tirx
+
+from backends.code_price import INSTRUCTIONS_PER_BYTE
+from backends.cortex_m.helpers import DEPTHWISE_ROWS_HELPERS
+from backends.cortex_m.schedules.depthwise_runs import (BAND_BYTES, band_bytes_of, dsp_operands_fit,
+                                                       few_channel_depthwise, for_kernel_stack)
+from backends.cortex_m.schedules.window1_conv import _Stage
+from tvm_ext.tir.extern_stage import element_address, extern_from_zero
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_calls import register_helper_call
+
+ROWS_OP = "tvm_ext.depthwise_rows3x3_s8"
+"""The channel rows' helper call (its arguments: ``depthwise_rows.h.in``'s contract)."""
+# (out, x, w, weight_bytes, bias, bias_bytes, multiplier, shift, band, zero_point, value, in_h, in_row, channels,
+# out_h, out_row, top, left, pitch, stride_h, stride_w, ring): band (int16) ring rows of pitch elements and one
+# more (the helper starts it at a 4-byte boundary)
+ROWS_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(Arg(14), Arg(15)), Axis(Arg(15), 1))),
+    PointerAccess(1, (Axis(Arg(11), Arg(12)), Axis(Arg(12), 1))),
+    PointerAccess(2, (Axis(9, Arg(13)), Axis(Arg(13), 1))),
+    *(PointerAccess(pointer, (Axis(Arg(13), 1),)) for pointer in (4, 6, 7)),
+    PointerAccess(8, (Axis(Arg(21), Arg(18)), Axis(Arg(18), 1), Axis(2, 1))),
+))
+register_helper_call(ROWS_OP, DEPTHWISE_ROWS_HELPERS, lambda prefix: f"{prefix}_depthwise_rows3x3_s8", ROWS_ACCESS)
+
+SIDE = 3
+"""The window's rows and columns the helper takes."""
+TILES_PER_MAC = 3.6
+"""The four-channel tiles' instructions per MAC on 3x3 layers, about the least measured (cortex-m4f,
+mobilenet_v2_050_64_int8's 3x3 layers: 3.7-4.1 stepping one column, 3.6-4.5 stepping two)."""
+ROWS_PER_MAC = 2.15
+"""The channel rows' instructions per MAC in their outputs' loop stepping one column: per two outputs 3 LDRD of
+inputs, 3 of weights, 12 MACs, two requantizations (LSL, SMMULR, ASR, SUB, SSAT, STRB) and the loop's (cortex-m4f,
+38-39 instructions; the terms below fitted to mobilenet_v2_050_64_int8's 3x3 layers on 32x32x16 and 16x16x96)."""
+ROWS_STEP_PER_MAC = 2.6
+"""... stepping more columns (per output and window row an LDR, SMLAD, LDRSH and SMLABB: estimated)."""
+WIDEN_PER_ELEMENT = 2.75
+"""A band element's instructions: four a step of four LDRSB, two PKHBT, two STR and the loop's three."""
+ROW_SETUP = 110
+"""An output row's instructions besides its outputs and widened rows (the ring's row pointers, the loops' set-up
+and the registers they spill: fitted)."""
+CHANNEL_SETUP = 140
+"""A channel's instructions before its rows: its nine weights packed, bias, multiplier and shift (fitted)."""
+ROWS_CODE_BYTES = 210
+"""The code the channel rows add to a kernel they take, priced as if every such kernel were the bundle's only one:
+the helper's one copy (cortex-m4f 936 B) and the kernel's call (54 B) against the tiles' inlined kernel (752-784 B;
+a second kernel the rows take saves about 730 B)."""
+
+
+def rows_band_bytes(in_w: int, out_w: int, left: int, stride_w: int, dilation_h: int) -> tuple[int, int]:
+    """The band's (pitch in int16 elements, bytes the kernel declares) for an image `in_w` columns wide, `out_w`
+    outputs a row `left` columns of padding ahead, stepping `stride_w` columns, rows `dilation_h` apart: the ring's
+    2 * dilation_h + 1 rows of an even pitch holding the padded image row and every output's window with one column
+    more (the pair load of its last tap), and one int16 more (the helper starts the ring at a 4-byte boundary)."""
+    pitch = max(left + in_w, (out_w - 1) * stride_w + SIDE + 1)
+    pitch += pitch % 2
+    return pitch, ((2 * dilation_h + 1) * pitch + 1) * 2
+
+
+def rows_instructions(in_h: int, in_w: int, channels: int, out_h: int, out_w: int, stride_w: int) -> float:
+    """The channel rows' instructions (estimated from the terms above) for a layer of these shapes."""
+    per_mac = ROWS_PER_MAC if stride_w == 1 else ROWS_STEP_PER_MAC
+    return channels * (out_h * out_w * SIDE * SIDE * per_mac + in_h * in_w * WIDEN_PER_ELEMENT
+                       + out_h * ROW_SETUP + CHANNEL_SETUP)
+
+
+def rows_pay(in_h: int, in_w: int, channels: int, out_h: int, out_w: int, stride_w: int) -> bool:
+    """Whether the channel rows save more instructions per call against the tiles (TILES_PER_MAC) than the code
+    they add costs at the code price (ROWS_CODE_BYTES)."""
+    tiles = out_h * out_w * channels * SIDE * SIDE * TILES_PER_MAC
+    saved = tiles - rows_instructions(in_h, in_w, channels, out_h, out_w, stride_w)
+    return saved > ROWS_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+
+
+def _rows_geometry(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+                   dilation: Sequence[int], band_bytes: int) -> Optional[tuple[int, ...]]:
+    """The helper's sizes (`ROWS_ACCESS`'s in_h .. ring) and the band's declared bytes for a layer of these shapes
+    (input (H, W, C), window (KH, KW), strides, padding (top, left, bottom, right), dilation) whose operands fit
+    (`dsp_operands_fit`), or None where the rows do not take it (not a 3x3 window, dilated along columns, no output,
+    the band over `band_bytes`, or the rows do not pay: `rows_pay`)."""
+    in_h, in_w, channels = (int(d) for d in shape)
+    if tuple(int(d) for d in window) != (SIDE, SIDE) or int(dilation[1]) != 1:
+        return None
+    top, left, bottom, right = (int(p) for p in padding)
+    stride_h, stride_w, dilation_h = int(strides[0]), int(strides[1]), int(dilation[0])
+    out_h = (in_h + top + bottom - (SIDE - 1) * dilation_h - 1) // stride_h + 1
+    out_w = (in_w + left + right - SIDE) // stride_w + 1
+    pitch, size = rows_band_bytes(in_w, out_w, left, stride_w, dilation_h)
+    if out_h < 1 or out_w < 1 or size > band_bytes or not rows_pay(in_h, in_w, channels, out_h, out_w, stride_w):
+        return None
+    return (in_h, in_w * channels, channels, out_h, out_w * channels, top, left, pitch, stride_h, stride_w,
+            2 * dilation_h + 1, size)
+
+
+def rows_take(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+              dilation: Sequence[int], bias_bytes: int, band_bytes: int = BAND_BYTES) -> bool:
+    """Whether `own_depthwise` runs a layer of these shapes (arguments as
+    `depthwise_runs.pixel_tiles_take`'s) as channel rows where its operands fit: the rows' one choice
+    (`_rows_geometry`), which the int8 lowering reads to keep such a layer's weights int8 (the rows read either
+    width; widened ones would cost a byte a weight of flash for nothing: `backends.backend.KernelSchedules.
+    depthwise_rows_take`)."""
+    return _rows_geometry(shape, window, strides, padding, dilation, band_bytes) is not None
+
+
+def channel_rows(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
+                 output: _Stage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                 multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
+                 zero_point_in_bias: bool = False, band_bytes: int = BAND_BYTES) -> Optional[te.Tensor]:
+    """An int8 DEPTHWISE_CONV_2D (operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s: weight
+    (3, 3, C), int8 or int16) as one call of the channel rows (module docstring) with its band within `band_bytes`
+    of stack, or None where it does not fit or pay."""
+    if not (str(weight.dtype) in ("int8", "int16")
+            and dsp_operands_fit(data, weight, bias, output, multiplier, shift, zero_point_in_bias)):
+        return None
+    geometry = _rows_geometry(tuple(int(d) for d in data.shape[1:]), tuple(int(d) for d in weight.shape[:2]),
+                              strides, padding, dilation, band_bytes)
+    if geometry is None:
+        return None
+    *sizes, size = geometry
+    channels, out_h, out_w = sizes[2], sizes[3], sizes[4] // sizes[2]
+    weight_bytes, bias_bytes = (1 if str(weight.dtype) == "int8" else 2), (4 if str(bias.dtype) == "int32" else 2)
+
+    def body(ins, outs) -> tirx.Stmt:
+        source, weights, biases, multipliers, shifts = ins
+        index = str(outs[0].shape[0].ty.dtype)
+        band = tirx.decl_buffer((size // 2,), "int16", name="band", scope="local")
+        zero = tirx.const(0, index)
+        call = tirx.Evaluate(tirx.call_intrin(
+            "int32", ROWS_OP, element_address(outs[0], zero), element_address(source, zero),
+            element_address(weights, zero), tirx.const(weight_bytes, "int32"),
+            element_address(biases, zero), tirx.const(bias_bytes, "int32"),
+            element_address(multipliers, zero), element_address(shifts, zero), band.access_ptr("rw"),
+            tirx.const(output.zero_point, "int32"), tirx.const(input_zero_point, "int32"),
+            *(tirx.const(v, "int32") for v in sizes)))
+        return tirx.SeqStmt([tirx.AllocBuffer(band), call])
+
+    return extern_from_zero((1, out_h, out_w, channels), [data, weight, bias, multiplier, shift], body,
+                            "depthwise_conv2d_int8_rows")
+
+
+def own_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, band_bytes: int = BAND_BYTES,
+                  **keywords) -> Optional[te.Tensor]:
+    """The DSP cores' own kernel of an int8 DEPTHWISE_CONV_2D (`backends.backend.KernelSchedules.
+    few_channel_depthwise`; operands and keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s), its band within
+    `band_bytes` of stack: the channel rows where they fit and pay, else `depthwise_runs.few_channel_depthwise`'s
+    forms (channels not whole tiles of four), else None."""
+    rows = channel_rows(data, weight, bias, band_bytes=band_bytes, **keywords)
+    return rows if rows is not None else few_channel_depthwise(data, weight, bias, band_bytes=band_bytes, **keywords)
+
+
+@functools.cache
+def own_for_kernel_stack(kernel_stack_bytes: int) -> tuple[Callable[..., Optional[te.Tensor]],
+                                                            Callable[..., bool], Callable[..., bool]]:
+    """`own_depthwise`, `depthwise_runs.pixel_tiles_take` and `rows_take` with the band of a profile's
+    `kernel_stack_bytes` (`depthwise_runs.band_bytes_of`, the runs' and the rows' one budget): one triple of
+    functions per budget, so that a compile's layers share their kernels (`depthwise_runs.for_kernel_stack`)."""
+    band = band_bytes_of(kernel_stack_bytes)
+    _, pixel_tiles = for_kernel_stack(kernel_stack_bytes)
+    return (functools.partial(own_depthwise, band_bytes=band), pixel_tiles,
+            functools.partial(rows_take, band_bytes=band))
