@@ -23,29 +23,15 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
-from backends.backend import HelperLibrary
+from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_HELPERS
 from packager.fixed_point_c import REQUANTIZE_OPS, SATURATE_INT8_OP, SMALL_RIGHT_SHIFT
-from packager.template_files import helper_template_c
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import map_child_stmts, map_nodes, walk
 
-REQUANTIZE_BIASED_TEMPLATE = "requantize_biased.h.in"
-"""The helper's hand-written C (`backends/cortex_m/helpers/templates/`; unit test
-`tests/c/test_requantize_biased.c`)."""
 BIAS_LIMIT = 2**30 - 2
 """The largest |bias| of the helper's contract (no int32 step overflows)."""
 SMALL_OP = REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]
 """The scalar requantization this pass rewrites (`requantize_double_small`)."""
-
-
-def requantize_biased_helper_c(prefix: str) -> str:
-    """The helper's C definition for the bundle `prefix` (it needs <stdint.h> only)."""
-    return helper_template_c("backends.cortex_m.helpers", REQUANTIZE_BIASED_TEMPLATE, prefix)
-
-
-REQUANTIZE_BIASED_HELPERS = HelperLibrary("cortex_m_requantize_biased", requantize_biased_helper_c)
-"""Its library of its own: only a bundle whose kernels call `<prefix>_requantize_biased` defines it, so the other
-bundles keep their bytes."""
 REQUANTIZE_BIASED_OP = "tvm_ext.requantize_biased"
 # The call (acc, multiplier, right, bias) -> the requantized acc plus the zero point that bias holds (int32).
 register_helper_call(REQUANTIZE_BIASED_OP, REQUANTIZE_BIASED_HELPERS, "{}_requantize_biased".format, pure=True)

@@ -11,7 +11,8 @@ computes exactly what it does:
   accumulators and a group's four inputs, the weights interleaved (input 4j + k of channel c of tile v at
   v * s + 16j + 4c + k from the first, the layout of ``tvm_ext.kernels.extern_mac.interleave_weights``):
   ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
-  weights per load, one call for every tile (the matcher, RISC-V's too: ``backends.interleaved_mac``); over int16 weights (widened at compile time)
+  weights per load, one call for every tile (the matcher, RISC-V's too: ``interleaved_mac``); over int16 weights
+  (widened at compile time)
   ``<prefix>_dual_mac_s16x4_interleaved``, two channels' eight int16 weights per load (an LDM of four words);
 - a MAC reduction block under a loop of rows (whole tiles of DUAL_MAC_CHANNELS) around a loop of inputs, the
   weights in rows (input k of row r at r * K + k from the first: ``tvm_ext.kernels.extern_mac.accumulate_rows``), the
@@ -56,7 +57,8 @@ from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED16_MAC_
 from backends.cortex_m.schedules.row_dot import row_dot1_call
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, dual_mac_replacement, helper_call_block,
                                                   mac_reduction, register_mac_helper)
-from backends.interleaved_mac import INTERLEAVED_MAC_ACCESS, init_load, interleaved_mac_call, with_whole_accumulators
+from backends.cortex_m.schedules.interleaved_mac import (INTERLEAVED_MAC_ACCESS, init_load, interleaved_mac_call,
+                                                        with_whole_accumulators)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.extern_stage import STATE_SHIFT_ANNOTATION
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -93,7 +95,7 @@ TRANSPOSE_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), Arg(4)), Axis(Ar
                                  PointerAccess(1, (Axis(Arg(3), Arg(5)), Axis(Arg(2), 1)))))
 register_helper_call(TRANSPOSE_OP, TRANSPOSE_HELPERS, transpose_helper_name, TRANSPOSE_ACCESS)
 INTERLEAVED_MAC_OP = "tvm_ext.dual_mac_s8x4_interleaved"
-# The call of `backends.interleaved_mac.INTERLEAVED_MAC_ACCESS` (its matcher is family-neutral: `interleaved_mac_call`).
+# The call of `interleaved_mac.INTERLEAVED_MAC_ACCESS` (its matcher is family-neutral: `interleaved_mac_call`).
 register_helper_call(INTERLEAVED_MAC_OP, INTERLEAVED_MAC_HELPERS, dual_mac_interleaved_helper_name,
                      INTERLEAVED_MAC_ACCESS)
 INTERLEAVED16_MAC_OP = "tvm_ext.dual_mac_s16x4_interleaved"

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from backends.backend import HelperLibrary
 from backends.bias_forms import bias_form
-from backends.cortex_m.schedules.biased_requantize import REQUANTIZE_BIASED_HELPERS
+from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_HELPERS
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from packager.template_files import helper_template_c
 

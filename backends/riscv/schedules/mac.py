@@ -68,7 +68,7 @@ from backends.cortex_m.schedules.pair_tiles import (HELIUM_PAIR_TILES_ACCESS, Pa
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import dual_mac_interleaved_helper_name
-from backends.interleaved_mac import INTERLEAVED_MAC_ACCESS, interleaved_mac_call
+from backends.cortex_m.schedules.interleaved_mac import INTERLEAVED_MAC_ACCESS, interleaved_mac_call
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC_HELPERS, MAC_CHANNELS, RISCV_HELPERS,
                                     conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
                                     depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
@@ -721,9 +721,9 @@ def extern_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 def interleaved_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage) with each loop nest of an int8 MAC over interleaved weights (an LSTM gate's
-    or an SVDF's feature product, every tile of four units: ``backends.interleaved_mac.interleaved_mac_call``, the
-    DSP cores' matcher too) replaced by a call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved`
-    (INTERLEAVED_MAC_OP; RV32 keeps the gate weights int8: no int16 form), then the four-channel window MAC's nests
+    or an SVDF's feature product, every tile of four units:
+    ``backends.cortex_m.schedules.interleaved_mac.interleaved_mac_call``, the DSP cores' matcher too) replaced by a
+    call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved` (INTERLEAVED_MAC_OP; RV32 keeps the gate weights int8: no int16 form), then the four-channel window MAC's nests
     by its calls (`extern_mac_calls`); any other function unchanged."""
     return extern_mac_calls(with_root_loops_replaced(
         func, lambda loop: interleaved_mac_call(loop, {"int8": INTERLEAVED_MAC_OP})))

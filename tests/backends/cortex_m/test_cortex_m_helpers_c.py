@@ -51,7 +51,7 @@ from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLA
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT1_TEMPLATE, ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
-from backends.cortex_m.schedules.biased_requantize import REQUANTIZE_BIASED_TEMPLATE
+from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_TEMPLATE
 from backends.cortex_m.schedules.dsp_add import ADD_VALUES_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools

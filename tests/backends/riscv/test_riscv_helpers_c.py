@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from backends.cortex_m.helpers.softmax_c import softmax_s8_helper_c
-from backends.cortex_m.schedules.biased_requantize import requantize_biased_helper_c
+from backends.cortex_m.helpers.requantize_biased_c import requantize_biased_helper_c
 from backends.riscv.helpers import interleaved_mac_c, requantize_biased_call_c, riscv_helpers_c
 from c_checks import run_c_program_under_riscv_qemu, run_c_unit_tests
 from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
