@@ -723,8 +723,9 @@ def interleaved_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage) with each loop nest of an int8 MAC over interleaved weights (an LSTM gate's
     or an SVDF's feature product, every tile of four units:
     ``backends.cortex_m.schedules.interleaved_mac.interleaved_mac_call``, the DSP cores' matcher too) replaced by a
-    call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved` (INTERLEAVED_MAC_OP; RV32 keeps the gate weights int8: no int16 form), then the four-channel window MAC's nests
-    by its calls (`extern_mac_calls`); any other function unchanged."""
+    call of the bundle's out-of-line `<prefix>_dual_mac_s8x4_interleaved` (INTERLEAVED_MAC_OP; RV32 keeps the gate
+    weights int8: no int16 form), then the four-channel window MAC's nests by its calls (`extern_mac_calls`); any
+    other function unchanged."""
     return extern_mac_calls(with_root_loops_replaced(
         func, lambda loop: interleaved_mac_call(loop, {"int8": INTERLEAVED_MAC_OP})))
 
