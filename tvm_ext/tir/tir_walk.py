@@ -202,6 +202,22 @@ def map_nodes(node: Node, replace: Callable[[Node], Optional[Node]]) -> Node:
     return _REBUILD[kind](node, mapped)
 
 
+def map_store_expressions(stmt: tirx.Stmt, rewrite: Callable[[Node], Optional[Node]]) -> tirx.Stmt:
+    """``stmt`` with ``map_nodes(..., rewrite)`` applied to its stores and evaluations, inside blocks too; a block
+    (and its realize) rebuilt only where its body changed."""
+    if isinstance(stmt, s_tir.SBlockRealize):
+        block = map_store_expressions(stmt.block, rewrite)
+        return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
+    if isinstance(stmt, s_tir.SBlock):
+        body = map_store_expressions(stmt.body, rewrite)
+        return stmt if body.same_as(stmt.body) else s_tir.SBlock(
+            stmt.iter_vars, stmt.reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
+            stmt.match_buffers, stmt.annotations)
+    if isinstance(stmt, (tirx.BufferStore, tirx.Evaluate)):
+        return map_nodes(stmt, rewrite)
+    return map_child_stmts(stmt, lambda child: map_store_expressions(child, rewrite))
+
+
 def replace_stmt(stmt: tirx.Stmt, target: tirx.Stmt, replacement: tirx.Stmt) -> tirx.Stmt:
     """``stmt`` with the statement ``target`` (found through loops, sequences and branches, not inside
     blocks) replaced by ``replacement``."""

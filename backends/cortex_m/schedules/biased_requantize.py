@@ -26,7 +26,7 @@ from tvm import s_tir, tirx
 from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_HELPERS
 from packager.fixed_point_c import REQUANTIZE_OPS, SATURATE_INT8_OP, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_calls import register_helper_call
-from tvm_ext.tir.tir_walk import map_child_stmts, map_nodes, walk
+from tvm_ext.tir.tir_walk import map_nodes, map_store_expressions, walk
 
 BIAS_LIMIT = 2**30 - 2
 """The largest |bias| of the helper's contract (no int32 step overflows)."""
@@ -102,21 +102,6 @@ def _has_scratch(func: tirx.PrimFunc) -> bool:
                for node in walk(func.body))
 
 
-def _mapped(stmt: tirx.Stmt) -> tirx.Stmt:
-    """`stmt` with `_rewrite` applied to the expressions of its stores and evaluations, inside blocks too."""
-    if isinstance(stmt, s_tir.SBlockRealize):
-        block = _mapped(stmt.block)
-        return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
-    if isinstance(stmt, s_tir.SBlock):
-        body = _mapped(stmt.body)
-        return stmt if body.same_as(stmt.body) else s_tir.SBlock(
-            stmt.iter_vars, stmt.reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
-            stmt.match_buffers, stmt.annotations)
-    if isinstance(stmt, (tirx.BufferStore, tirx.Evaluate)):
-        return map_nodes(stmt, _rewrite)
-    return map_child_stmts(stmt, _mapped)
-
-
 def biased_requantize_calls(func: tirx.PrimFunc, extern_stage: bool = False, least: int = 1) -> tirx.PrimFunc:
     """`func` with each constant `requantize_double_small` (and a zero point added or subtracted after it) as a call
     of `<prefix>_requantize_biased` where `func` is an element loop (no scratch buffers) or, with `extern_stage`, one
@@ -126,5 +111,5 @@ def biased_requantize_calls(func: tirx.PrimFunc, extern_stage: bool = False, lea
         return func
     if least > 1 and sum(1 for node in walk(func.body) if _small_requantization(node) is not None) < least:
         return func
-    body = _mapped(func.body)
+    body = map_store_expressions(func.body, _rewrite)
     return func if body.same_as(func.body) else func.with_body(body)

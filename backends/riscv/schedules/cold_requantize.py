@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 import tvm
-from tvm import s_tir, tirx
+from tvm import tirx
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.biased_requantize import REQUANTIZE_BIASED_S8_OP
 from backends.riscv.helpers import REQUANTIZE_BIASED_CALL_HELPERS, requantize_biased_call_name
 from tvm_ext.tir.helper_calls import register_helper_call
-from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes
+from tvm_ext.tir.tir_walk import children, map_nodes, map_store_expressions
 
 REQUANTIZE_BIASED_S8_CALL_OP = "tvm_ext.riscv_requantize_biased_s8_call"
 # The call (acc, multiplier, right, bias) of REQUANTIZE_BIASED_S8_OP's contract, out of line.
@@ -79,23 +79,8 @@ def _call(node) -> tirx.Expr | None:
     return None
 
 
-def _mapped(stmt: tirx.Stmt) -> tirx.Stmt:
-    """``stmt`` with `_call` applied to the expressions of its stores and evaluations, inside blocks too."""
-    if isinstance(stmt, s_tir.SBlockRealize):
-        block = _mapped(stmt.block)
-        return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
-    if isinstance(stmt, s_tir.SBlock):
-        body = _mapped(stmt.body)
-        return stmt if body.same_as(stmt.body) else s_tir.SBlock(
-            stmt.iter_vars, stmt.reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
-            stmt.match_buffers, stmt.annotations)
-    if isinstance(stmt, (tirx.BufferStore, tirx.Evaluate)):
-        return map_nodes(stmt, _call)
-    return map_child_stmts(stmt, _mapped)
-
-
 def out_of_line_requantize(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` with each call of `<prefix>_requantize_biased_s8` as one of `<prefix>_requantize_biased_s8_call`
     (the same arguments); ``func`` itself where it has none."""
-    body = _mapped(func.body)
+    body = map_store_expressions(func.body, _call)
     return func if body.same_as(func.body) else func.with_body(body)
