@@ -531,7 +531,8 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
         return None
     acc, x, w = (pointee(arg) for arg in (window.acc, window.x, window.w))
     out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
-    if None in (acc, x, w, out, read, *epilogue) or int(requantization.args[6]) != helpers.tile:
+    count = requantization.args[6]  # a padded last tile's may be a choice of counts (RV32's partial_stores)
+    if None in (acc, x, w, out, read, *epilogue) or not isinstance(count, tirx.IntImm) or int(count) != helpers.tile:
         return None
     # the zeroed accumulators are exactly the MAC's tile, which the epilogue reads; everything but the inputs moves
     # one tile
