@@ -106,7 +106,8 @@ def test_c_signature_is_inputs_then_outputs_then_the_large_buffer_as_scratch() -
     kernel = scale_dot_relu().with_attr(NUM_OUTPUTS_ATTR, 1)
     source = generate_c({"k": kernel}, tvm.target.Target({"kind": "c"}))
     parameters = (*floats("input0", "input1", read_only=True), *floats("output0", "scratch0", read_only=False))
-    expected = KernelSignature("k", 2, 1, (ScratchBuffer("float32", 128),), parameters)
+    expected = KernelSignature("k", 2, 1, (ScratchBuffer("float32", 128),), parameters,
+                               stack_array_bytes=16)  # `dot`, float32[4], on the stack
     assert without_streams(source.signatures) == {"k": expected}
     # The definition opens with the prototype the packager declares from the signature (no TVM declarations).
     prototype = "void k(const float* input0, const float* input1, float* output0, float* scratch0)"
@@ -119,7 +120,9 @@ def test_c_signature_of_a_scheduled_kernel_has_no_scratch() -> None:
     kernel = inline_intermediates(scale_dot_relu()).with_attr(NUM_OUTPUTS_ATTR, 1)
     source = generate_c({"k": kernel}, tvm.target.Target({"kind": "c"}))
     parameters = (*floats("input0", "input1", read_only=True), *floats("output0", read_only=False))
-    assert without_streams(source.signatures) == {"k": KernelSignature("k", 2, 1, (), parameters)}
+    # its one accumulator (float32[1]) on the stack
+    assert without_streams(source.signatures) == {"k": KernelSignature("k", 2, 1, (), parameters,
+                                                                       stack_array_bytes=4)}
     assert "void k(const float* input0, const float* input1, float* output0) {\n" in source.c_text
 
 
@@ -131,5 +134,7 @@ def test_a_local_buffer_stays_a_local_array_whatever_its_size() -> None:
     kernel = schedule.mod["main"].with_attr(NUM_OUTPUTS_ATTR, 1)
     source = generate_c({"k": kernel}, tvm.target.Target({"kind": "c"}))
     parameters = (*floats("input0", "input1", read_only=True), *floats("output0", read_only=False))
-    assert without_streams(source.signatures) == {"k": KernelSignature("k", 2, 1, (), parameters)}
+    # `scaled` float32[32] and `dot` float32[4] on the stack: 144 B
+    assert without_streams(source.signatures) == {"k": KernelSignature("k", 2, 1, (), parameters,
+                                                                       stack_array_bytes=144)}
     assert "  float scaled_local_ptr[32];\n" in source.c_text
