@@ -32,7 +32,7 @@ from tvm import te, tirx
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers import DEPTHWISE_ROWS_HELPERS
 from backends.cortex_m.schedules.depthwise_runs import (BAND_BYTES, band_bytes_of, dsp_operands_fit,
-                                                       few_channel_depthwise, for_kernel_stack)
+                                                       few_channel_depthwise, pixel_tiles_take)
 from backends.cortex_m.schedules.window1_conv import _Stage
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -182,8 +182,8 @@ def own_for_kernel_stack(kernel_stack_bytes: int) -> tuple[Callable[..., Optiona
                                                             Callable[..., bool], Callable[..., bool]]:
     """`own_depthwise`, `depthwise_runs.pixel_tiles_take` and `rows_take` with the band of a profile's
     `kernel_stack_bytes` (`depthwise_runs.band_bytes_of`, the runs' and the rows' one budget): one triple of
-    functions per budget, so that a compile's layers share their kernels (`depthwise_runs.for_kernel_stack`)."""
+    functions per budget, so that a compile's layers share their kernels (the int8 lowering keys its chosen kernel
+    by the function: `tvm_ext.transform.int8.binary.first_fitting`)."""
     band = band_bytes_of(kernel_stack_bytes)
-    _, pixel_tiles = for_kernel_stack(kernel_stack_bytes)
-    return (functools.partial(own_depthwise, band_bytes=band), pixel_tiles,
+    return (functools.partial(own_depthwise, band_bytes=band), functools.partial(pixel_tiles_take, band_bytes=band),
             functools.partial(rows_take, band_bytes=band))

@@ -51,11 +51,11 @@ The same sums of the same products and TFLite's double-rounding requantization: 
 
 Chosen by shape (`few_channel_depthwise` gives None elsewhere: the generic kernel then): one int8 image, depth
 multiplier 1, channels not a multiple of four (at least 2), a window stepping one column (any row stride, dilation,
-padding; or any column stride from five channels: the window form), an output row of at least four elements, int32 or int16 biases with the input zero point folded in,
-per-channel multipliers and shifts of the "double_small" requantization, no activation narrower than int8, a band
-within half the profile's `kernel_stack_bytes` (and the runs' phases within the other half) of stack (`for_kernel_stack`;
-BAND_BYTES where it keeps the default), and at least INSIDE of the window taps in the
-image.
+padding; or any column stride from five channels: the window form), an output row of at least four elements, int32
+or int16 biases with the input zero point folded in, per-channel multipliers and shifts of the "double_small"
+requantization, no activation narrower than int8, a band within half the profile's `kernel_stack_bytes` (and the
+runs' phases within the other half) of stack (`depthwise_rows.own_for_kernel_stack`; BAND_BYTES where it keeps the
+default), and at least INSIDE of the window taps in the image.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from math import gcd
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from tvm import te, tirx
 
@@ -134,16 +134,6 @@ def band_bytes_of(kernel_stack_bytes: int) -> int:
     """The band's most bytes (and the phases') on a profile whose kernels keep at most `kernel_stack_bytes` of local
     arrays on their stacks (target.Profile.kernel_stack_bytes): half of them each."""
     return kernel_stack_bytes // 2
-
-
-@functools.cache
-def for_kernel_stack(kernel_stack_bytes: int) -> tuple[Callable[..., Optional[te.Tensor]], Callable[..., bool]]:
-    """`few_channel_depthwise` and `pixel_tiles_take` with the band of a profile's `kernel_stack_bytes`
-    (`band_bytes_of`): one pair of functions per budget, so that a compile's layers share their kernels (the int8
-    lowering keys its chosen kernel by the function: `tvm_ext.transform.int8.binary.first_fitting`)."""
-    band = band_bytes_of(kernel_stack_bytes)
-    return (functools.partial(few_channel_depthwise, band_bytes=band),
-            functools.partial(pixel_tiles_take, band_bytes=band))
 
 
 def inside_share(size: int, kernel: int, stride: int, dilation: int, before: int, outputs: int) -> float:
