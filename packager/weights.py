@@ -9,7 +9,7 @@ from packager.c_types import c_type_of
 from packager.c_text import array_body, comment, macro_prefix
 from packager.internal_header import weight_symbol
 from packager.region_arenas import weights_lines, weights_section_macro
-from packager.weights_block import block_definition
+from packager.weights_block import block_members, object_symbol, struct_tag
 
 
 def write_weights(plan: ExecutionPlan, constants: dict[str, np.ndarray], alignment: int,
@@ -26,7 +26,7 @@ def write_weights(plan: ExecutionPlan, constants: dict[str, np.ndarray], alignme
         *(weights_lines(plan.model) + [""] if sections else []),
     ]
     if block:
-        return "\n".join(lines + block_definition(M, plan, constants, alignment))
+        return "\n".join(lines + _block_definition(M, plan, constants, alignment))
     section = f"{weights_section_macro(M)} " if sections else ""
     for tensor in plan.constants():
         lines += weight_definition(M, alignment, weight_symbol(plan, tensor.name), tensor, constants[tensor.name],
@@ -39,13 +39,39 @@ def weight_definition(M: str, alignment: int, symbol: str, tensor: Tensor, value
     """The lines defining the constant `tensor` as the array `symbol` holding `values` (aligned to `alignment`
     bytes by the `<M>_ALIGNED` macro, after `section`: a section macro and a space, or ""), after a comment with
     `label` (the layers reading it), its type and shape."""
+    described, body = _values_text(tensor, values, indent="  ")
+    return [
+        f"/* {comment(label)}: {described} */",
+        f"{section}{M}_ALIGNED({alignment}) const {c_type_of(tensor.dtype)} {symbol}[{tensor.elements}] = {body};",
+        "",
+    ]
+
+
+def _block_definition(M: str, plan: ExecutionPlan, constants: dict[str, np.ndarray],
+                      alignment: int) -> list[str]:
+    """The definition of the weights' one struct object (packager.weights_block): each member's values after a
+    comment with its name, the layers reading it, its type and shape, then its padding member's zeros; no lines for
+    a model without weights."""
+    m = plan.model
+    members = block_members(plan)
+    if not members:
+        return []
+    lines = [f"{M}_ALIGNED({alignment}) const struct {struct_tag(m)} {object_symbol(m)} = {{"]
+    for member in members:
+        tensor = member.tensor
+        described, body = _values_text(tensor, constants[tensor.name], indent="    ")
+        lines += [f"  /* {tensor.name}: {comment(tensor.layer)}: {described} */",
+                  "  " + body.replace("\n}", "\n  }") + ","]
+        if member.padding_after:
+            lines.append("  {0},")
+    return [*lines, "};", ""]
+
+
+def _values_text(tensor: Tensor, values: np.ndarray, indent: str) -> tuple[str, str]:
+    """(`tensor`'s type and shape as its comment says them, the `{ ... }` initializer of `values` in its type, lines
+    indented by `indent`); ValueError where `values` do not fill its shape."""
     if values.size != tensor.elements:
         raise ValueError(f"weight {tensor.name}: {values.size} values for shape {tensor.shape}")
     shape = " x ".join(map(str, tensor.shape)) or "scalar"
-    return [
-        f"/* {comment(label)}: {tensor.dtype}[{shape}] */",
-        f"{section}{M}_ALIGNED({alignment}) const {c_type_of(tensor.dtype)} {symbol}[{tensor.elements}] = "
-        + array_body(values.astype(np.dtype(tensor.dtype), copy=False), tensor.dtype)
-        + ";",
-        "",
-    ]
+    body = array_body(values.astype(np.dtype(tensor.dtype), copy=False), tensor.dtype, indent=indent)
+    return f"{tensor.dtype}[{shape}]", body

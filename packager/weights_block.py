@@ -11,19 +11,16 @@ function 6,758 -> 4,846 B before the linker's relaxation of the calls).
 Layout: the members in `ExecutionPlan.constants()` order, each starting at a multiple of MEMBER_ALIGNMENT_BYTES
 from the struct's start, or of its element's bytes where larger (int64: 8), by explicit `uint8_t` padding members,
 so that the layout needs no member attribute of any compiler and the compiler adds no padding of its own; the
-struct object itself
-`<M>_ALIGNED(alignment)`, the bundle's alignment. Each member has its tensor's name (`l3_weights`), a valid C
-identifier (the plan's contract).
+struct object itself `<M>_ALIGNED(alignment)`, the bundle's alignment. Each member has its tensor's name (`l3_weights`), a valid C
+identifier (the plan's contract). Here: the layout, the internal header's declaration and the run function's
+pointers; `packager.weights` writes the object's values.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, Tensor
-from packager.c_text import array_body, comment
 from packager.c_types import c_type_of
 
 
@@ -90,27 +87,6 @@ def block_declaration(plan: ExecutionPlan, alignment: int) -> list[str]:
         if member.padding_after:
             lines.append(f"  uint8_t padding{index}[{member.padding_after}];")
     return [*lines, "};", f"extern const struct {struct_tag(m)} {object_symbol(m)};"]
-
-
-def block_definition(M: str, plan: ExecutionPlan, constants: dict[str, np.ndarray], alignment: int) -> list[str]:
-    """The weights file's definition of the one object: each member's values after a comment with the layers
-    reading it, its type and shape (`M`: the model's macro prefix, for `<M>_ALIGNED`)."""
-    m = plan.model
-    members = block_members(plan)
-    if not members:
-        return []
-    lines = [f"{M}_ALIGNED({alignment}) const struct {struct_tag(m)} {object_symbol(m)} = {{"]
-    for member in members:
-        tensor, values = member.tensor, constants[member.tensor.name]
-        if values.size != tensor.elements:
-            raise ValueError(f"weight {tensor.name}: {values.size} values for shape {tensor.shape}")
-        shape = " x ".join(map(str, tensor.shape)) or "scalar"
-        body = array_body(values.astype(np.dtype(tensor.dtype), copy=False), tensor.dtype, indent="    ")
-        lines += [f"  /* {tensor.name}: {comment(tensor.layer)}: {tensor.dtype}[{shape}] */",
-                  "  " + body.replace("\n}", "\n  }") + ","]
-        if member.padding_after:
-            lines.append("  {0},")
-    return [*lines, "};", ""]
 
 
 def base_lines(plan: ExecutionPlan) -> list[str]:
