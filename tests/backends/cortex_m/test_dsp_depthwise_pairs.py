@@ -52,17 +52,24 @@ from test_depthwise_border_regions import _depthwise_model as _border_model  # n
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
 
 
+def _stride_one_and_two_bundle(tmp_path, name: str, image: tuple[int, int]):
+    """(the cortex-m4f bundle, bit-exact under QEMU, of one int8 [1, rows, cols, 16] input through a 3x3 SAME
+    depthwise layer at stride 1 and one at stride 2, each kernel's C by "3x3_s1" / "3x3_s2")."""
+    model = _border_model(16, 11, image, [(3, 1, 1, SAME), (3, 1, 2, SAME)])
+    bundle, kernels = bit_exact_bundle(tmp_path, name, model, "cortex-m4f", "mps2-an386")
+    by_kernel = {layer: kernel for kernel in re.split(r"\n(?=void )", kernels)
+                 for layer in re.findall(r"^void \w+_depthwise_conv_2d_(3x3_s\d)", kernel)}
+    assert set(by_kernel) == {"3x3_s1", "3x3_s2"}, kernels
+    return bundle, by_kernel
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_a_large_depthwise_layer_runs_two_interior_pixels_a_call_and_stays_bit_exact(tmp_path):
     # one int8 input [1, 18, 200, 16]: a 3x3 SAME layer (3,168 interior pixels of 4 tiles: pairs pay; its rows too
     # wide for the channel rows' band, depthwise_rows.rows_band_bytes) and a 3x3 SAME one at stride 2 (9x100 outputs,
     # 792 interior: too few to pay for the pair's code)
-    model = _border_model(16, 11, (18, 200), [(3, 1, 1, SAME), (3, 1, 2, SAME)])
-    bundle, kernels = bit_exact_bundle(tmp_path, "pairs", model, "cortex-m4f", "mps2-an386")
-    by_kernel = {name: kernel for kernel in re.split(r"\n(?=void )", kernels)
-                 for name in re.findall(r"^void \w+_depthwise_conv_2d_(3x3_s\d)", kernel)}
-    assert set(by_kernel) == {"3x3_s1", "3x3_s2"}, kernels
+    bundle, by_kernel = _stride_one_and_two_bundle(tmp_path, "pairs", (18, 200))
     # the stride-1 layer: pairs one pixel (16 channels) apart, the rows written out, beside the one-pixel call
     assert re.search(r"_depthwise_pair_s8x4w16(?:_b16)?\(.*, 3, 3, 16, (16|3200), (16|3200), 0\);", by_kernel["3x3_s1"])
     assert "_depthwise_tiles_s8x4w16" in by_kernel["3x3_s1"]
@@ -75,15 +82,11 @@ def test_a_large_depthwise_layer_runs_two_interior_pixels_a_call_and_stays_bit_e
 def test_a_3x3_depthwise_layer_over_a_large_image_runs_as_channel_rows_and_stays_bit_exact(tmp_path):
     # one int8 input [1, 64, 64, 16]: a 3x3 SAME layer, one call of the channel rows (depthwise_rows: faster than the
     # tiles and their pairs there), and a 3x3 SAME one at stride 2 (its input's widening too dear: the tiles)
-    model = _border_model(16, 11, (64, 64), [(3, 1, 1, SAME), (3, 1, 2, SAME)])
-    bundle, kernels = bit_exact_bundle(tmp_path, "rows", model, "cortex-m4f", "mps2-an386")
-    by_kernel = {name: kernel for kernel in re.split(r"\n(?=void )", kernels)
-                 for name in re.findall(r"^void \w+_depthwise_conv_2d_(3x3_s\d)", kernel)}
-    assert set(by_kernel) == {"3x3_s1", "3x3_s2"}, kernels
+    bundle, by_kernel = _stride_one_and_two_bundle(tmp_path, "rows", (64, 64))
     # the weights as they are (1 byte: the rows read int8, the lowering keeps them so), the padding's value the
     # input's zero point (-3), 64 rows of 1,024 elements, 16 channels, pitch 68
-    assert re.search(r"_depthwise_rows3x3_s8\([^,]+, [^,]+, [^,]+, 1, .*, -3, 64, 1024, 16, 64, 1024, 1, 1, 68, 1, 1, 3\);",
-                     by_kernel["3x3_s1"]), by_kernel["3x3_s1"]
+    rows_call = r"_depthwise_rows3x3_s8\([^,]+, [^,]+, [^,]+, 1, .*, -3, 64, 1024, 16, 64, 1024, 1, 1, 68, 1, 1, 3\);"
+    assert re.search(rows_call, by_kernel["3x3_s1"]), by_kernel["3x3_s1"]
     assert "_depthwise_tiles" not in by_kernel["3x3_s1"] and "_depthwise_pair_" not in by_kernel["3x3_s1"]
     assert "_depthwise_rows" not in by_kernel["3x3_s2"] and "_depthwise_tiles" in by_kernel["3x3_s2"]
     host_selftest_passes(bundle.out_dir)
