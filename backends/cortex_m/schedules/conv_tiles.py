@@ -71,7 +71,8 @@ from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_m
 from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOGUE, HELIUM_EPILOGUE, LUT_ENTRIES,
                                                               REQUANTIZE_S8_LUT_OPS, REQUANTIZE_S8_OPS,
                                                               REQUANTIZE_SMALL_OPS, EpilogueHelper,
-                                                              requantize_epilogue, requantize_epilogue_call)
+                                                              requantize_epilogue, requantize_epilogue_call,
+                                                              stored_channels)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.helper_calls import register_helper_call
 from backends.code_price import INSTRUCTIONS_PER_BYTE
@@ -531,8 +532,7 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
         return None
     acc, x, w = (pointee(arg) for arg in (window.acc, window.x, window.w))
     out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
-    count = requantization.args[6]  # a padded last tile's may be a choice of counts (RV32's partial_stores)
-    if None in (acc, x, w, out, read, *epilogue) or not isinstance(count, tirx.IntImm) or int(count) != helpers.tile:
+    if None in (acc, x, w, out, read, *epilogue) or stored_channels(requantization) != helpers.tile:
         return None
     # the zeroed accumulators are exactly the MAC's tile, which the epilogue reads; everything but the inputs moves
     # one tile

@@ -89,7 +89,7 @@ from backends.cortex_m.schedules.depthwise_spread import spread_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_CHANNELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.helium_depthwise import (BOX_OP, DEPTHWISE_TILES, MAC_OP, PAD_ACCESS, PAD_OP,
                                                          padding_replacement)
-from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS
+from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS, stored_channels
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_truth_hint
 from tvm_ext.tir.tir_walk import walk, with_root_loops_replaced
 
@@ -735,14 +735,14 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers 
     tile = loop.loop_var
     leaves = _leaves(stmts[-2], tile)
     requantization = call_of(stmts[-1], tuple(helpers.requantize.values()))
-    if leaves is None or requantization is None or not isinstance(requantization.args[6], tirx.IntImm):
+    channels = None if requantization is None else stored_channels(requantization)
+    if leaves is None or channels is None:
         return None
     read = pointee(requantization.args[1])
     zeroed = [zeroed_stores(stmt, read.source) if read is not None else None for stmt in stmts[:-2]]
     if any(part is None for part in zeroed):
         return None
     zeroed = [store for part in zeroed for store in part]
-    channels = int(requantization.args[6])
     tiles = _Tiles(loop, enclosing, requantization, channels, helpers)
     # the zeroed accumulators: exactly those the epilogue reads (by one store)
     if len(zeroed) != 1 or not tiles.zeroes_and_reads(zeroed, read, read, channels):

@@ -84,8 +84,8 @@ from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS
                                                               DSP_UNTABLED_EPILOGUE, LUT_ENTRIES, REQUANTIZE_S8_LUT_OPS,
                                                               REQUANTIZE_S8_OPS,
                                                               REQUANTIZE_SMALL_LUT_OPS, REQUANTIZE_SMALL_OPS,
-                                                              EpilogueHelper, requantize_epilogue,
-                                                              requantize_epilogue_call, requantized)
+                                                              STORED_ARG, EpilogueHelper, requantize_epilogue,
+                                                              requantize_epilogue_call, requantized, stored_channels)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import UnknownTirNode, map_leaves, map_nodes, vars_read, walk, with_root_loops_replaced
@@ -371,7 +371,7 @@ def _counted_bound(requantization: tvm.ir.Call, loop: tirx.For, tile_channels: i
     """The channel bound of an epilogue call whose count (argument 6) is ``min(tile_channels, bound - tile *
     tile_channels)`` at every iteration of the tile loop ``loop`` (a padded last tile's table epilogue,
     ``requantize_epilogue_call`` with ``partial_tables``), else None."""
-    count, tile = requantization.args[6], loop.loop_var
+    count, tile = requantization.args[STORED_ARG], loop.loop_var
     analyzer = Analyzer()
     values = []
     for step in range(int(loop.min), int(loop.min) + int(loop.extent)):
@@ -408,7 +408,7 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
     if read is None:
         return None
     requantizations, tested = read
-    counted = [bound is None and not isinstance(call.args[6], tirx.IntImm) for (call, _), bound in
+    counted = [bound is None and stored_channels(call) is None for (call, _), bound in
                zip(requantizations, tested)]
     tested = [_counted_bound(call, loop, helpers.tile) if by_count else bound
               for (call, _), bound, by_count in zip(requantizations, tested, counted)]
@@ -443,10 +443,9 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
     outs = []
     for (requantization, _), acc, by_count in zip(requantizations, (acc_a, acc_b), counted):
         out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
-        count = requantization.args[6]
         if None in (out, read, *epilogue) or not read.source.same_as(acc.source) \
                 or constant(flat_offset(read) - flat_offset(acc)) != 0 \
-                or not by_count and (not isinstance(count, tirx.IntImm) or int(count) != tile_channels):
+                or not by_count and stored_channels(requantization) != tile_channels:
             return None
         outs.append((requantization, out, epilogue))
     (first, out, epilogue), (other, out_b, epilogue_b) = outs

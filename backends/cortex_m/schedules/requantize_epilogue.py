@@ -221,6 +221,17 @@ class PerTensorRequantization:
     zero_point: int
 
 
+STORED_ARG = 6
+"""The argument of an epilogue call (`requantize_epilogue_call`'s) that gives the channels it stores."""
+
+
+def stored_channels(call: tvm.ir.Call) -> Optional[int]:
+    """The channels the epilogue call ``call`` stores where that is one constant, None where it varies by tile (a
+    padded last tile's count: ``partial_tables``' min, ``partial_stores``' choice of two constants)."""
+    count = call.args[STORED_ARG]
+    return int(count) if isinstance(count, tirx.IntImm) else None
+
+
 def _constant(expr) -> Optional[int]:
     """The value of an integer constant ``expr`` (perhaps cast), else None."""
     while isinstance(expr, tirx.Cast):

@@ -66,7 +66,7 @@ from backends.cortex_m.schedules.conv_tiles import (ConvTileHelpers, LoopOffsets
 from backends.cortex_m.schedules.pair_tiles import (HELIUM_PAIR_TILES_ACCESS, PairTileHelpers, PairWindow,
                                                    channel_strided_args, channel_strided_window)
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
-                                                              EpilogueHelper)
+                                                              EpilogueHelper, stored_channels)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import dual_mac_interleaved_helper_name
 from backends.cortex_m.schedules.interleaved_mac import INTERLEAVED_MAC_ACCESS, interleaved_mac_call
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC_HELPERS, MAC_CHANNELS, RISCV_HELPERS,
@@ -526,7 +526,7 @@ def _one_tile_call(stmts: list, at: int, offsets: LoopOffsets) -> Optional[tuple
     mac = call_of(stmts[at], RISCV_CONV_TILES.mac_ops)
     epilogue = call_of(stmts[at + 1], tuple(REQUANTIZE_OPS_BY_BIAS.values()))
     window = None if mac is None or epilogue is None else _paired_tile_window(mac)
-    if window is None or not isinstance(epilogue.args[6], tirx.IntImm) or int(epilogue.args[6]) != MAC_CHANNELS:
+    if window is None or stored_channels(epilogue) != MAC_CHANNELS:
         return None
     acc, x, w, out, read, *constants = (pointee(arg) for arg in (window.acc, window.x, window.w, *epilogue.args[:5]))
     if None in (acc, x, w, out, read, *constants):
