@@ -105,13 +105,23 @@ class Buffer:
     filled_before: bool = False
 
 
+VIEW_ALIGNMENT_BYTES = 16
+"""The most alignment a view's first byte needs (bytes): the most any kernel's reads need (a 128-bit vector's;
+Helium's VLDRW needs 4, LDRD 4; no helper assumes more than `__builtin_assume_aligned(w, 4)`). A buffer's larger
+alignment (cortex-m55's and cortex-m7's 32, a D-cache line) is for speed: a piece at 16 bytes on still lies in one
+line, and its copy costs more than the line it may share (an unrolled GRU's UNPACK pieces of 16 int8 on cortex-m55:
+20 copies, kws_gru_40x16 7,320 -> 7,016 B of code, 406,746 -> 404,602 instructions, arena 5,328 -> 5,232 B;
+`tvm_ext.transform.contiguous_views`)."""
+
+
 @dataclass(frozen=True)
 class View:
     """A tensor that has no buffer: `nbytes` bytes from `offset` bytes into buffer `base` (a reshape at 0, a
     contiguous slice at its block's offset), passed to kernels at steps `first_step` to `last_step`. The base's
     buffer holds the view's bytes: it must be live at every step the view is, so no other buffer overwrites
     them (the buffer's live range already spans its views': `from_plan.buffers_from_plan`), and the view
-    starts at a multiple of the base's alignment (a kernel finds a view aligned as it finds any buffer).
+    starts at a multiple of the base's alignment or of VIEW_ALIGNMENT_BYTES, whichever is smaller (a kernel finds
+    a view aligned as its reads need).
 
     `written_at`: the steps whose call writes the view (a piece of a join written in place, whose bytes are then
     the base's until the base's last step); empty for a view that is only read."""

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from memory_planner.api import Buffer, Interval, MemoryPlan, View
+from memory_planner.api import VIEW_ALIGNMENT_BYTES, Buffer, Interval, MemoryPlan, View
 
 
 class InvalidMemoryPlanError(ValueError):
@@ -193,14 +193,15 @@ def _peak_live_bytes(buffers: Sequence[Buffer], hand_overs: dict[str, _HandOver]
 
 
 def _check_view(view: View, bases: dict[str, Buffer]) -> None:
-    """Raise unless `view` lies inside its base, aligned as it, while the base is live."""
+    """Raise unless `view` lies inside its base, aligned as its readers need (View), while the base is live."""
     base = bases.get(view.base)
     if base is None:
         raise InvalidMemoryPlanError(f"view {view.name!r}: its base {view.base!r} is no buffer of the plan")
-    if view.offset < 0 or view.offset + view.nbytes > base.nbytes or view.offset % base.alignment:
+    alignment = min(base.alignment, VIEW_ALIGNMENT_BYTES)
+    if view.offset < 0 or view.offset + view.nbytes > base.nbytes or view.offset % alignment:
         raise InvalidMemoryPlanError(
             f"view {view.name!r}: bytes [{view.offset}, {view.offset + view.nbytes}) of {view.base!r} are not "
-            f"inside its {base.nbytes} bytes at a multiple of its alignment {base.alignment}")
+            f"inside its {base.nbytes} bytes at a multiple of {alignment} (alignment)")
     if not base.first_step <= view.first_step <= view.last_step <= base.last_step:
         raise InvalidMemoryPlanError(
             f"view {view.name!r}: read at steps {view.first_step}..{view.last_step}, but its base {view.base!r} "

@@ -11,9 +11,9 @@ function 6,758 -> 4,846 B before the linker's relaxation of the calls).
 Layout: the members in `ExecutionPlan.constants()` order, each starting at a multiple of MEMBER_ALIGNMENT_BYTES
 from the struct's start, or of its element's bytes where larger (int64: 8), by explicit `uint8_t` padding members,
 so that the layout needs no member attribute of any compiler and the compiler adds no padding of its own; the
-struct object itself `<M>_ALIGNED(alignment)`, the bundle's alignment. Each member has its tensor's name (`l3_weights`), a valid C
-identifier (the plan's contract). Here: the layout, the internal header's declaration and the run function's
-pointers; `packager.weights` writes the object's values.
+struct object itself `<M>_ALIGNED(alignment)`, the bundle's alignment. Each member has its tensor's name
+(`l3_weights`), a valid C identifier (the plan's contract). Here: the layout, the internal header's declaration
+and the run function's pointers; `packager.weights` writes the object's values.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from packager.c_types import c_type_of
 
 MEMBER_ALIGNMENT_BYTES = 4
 """The alignment of each member, bytes: a word, what RV32's kernels and helpers need of a weight (word loads; no
-helper assumes more than `__builtin_assume_aligned(w, 4)`: `tvm_ext.transform.contiguous_views.READ_ALIGNMENT_BYTES`'
+helper assumes more than `__builtin_assume_aligned(w, 4)`: `memory_planner.api.VIEW_ALIGNMENT_BYTES`'
 note), where separate arrays each took the profile's `alignment_bytes` (16 on rv32imc: kws_gru_40x16_int8's 350
 arrays had 891 B of padding at 16). A backend whose kernels need more of a weight asks for no block
 (`backends.backend.Backend.weights_block`)."""

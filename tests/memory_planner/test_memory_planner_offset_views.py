@@ -102,6 +102,19 @@ def test_the_checker_refuses_a_bad_view(view: View, message: str) -> None:
         check_plan(buffers, memory, [view])
 
 
+def test_a_view_needs_the_alignment_its_readers_need_not_a_larger_one_of_its_base() -> None:
+    # cortex-m55's buffers are 32-byte aligned (a D-cache line); a view 16 bytes on is as good for its readers
+    # (memory_planner.api.VIEW_ALIGNMENT_BYTES), and tvm_ext.transform.contiguous_views makes such views: the
+    # checker refused them ("not at a multiple of its alignment 32", an internal error on a ShuffleNetV2 export),
+    # and still refuses one 8 bytes on.
+    plan = unpacked_sequence_plan(views=True)
+    buffers = [dataclasses.replace(b, alignment=32) for b in buffers_from_plan(plan)]
+    memory = plan_memory(buffers)
+    check_plan(buffers, memory, [View("row1", "seq", 16, 16, 2, 2)])
+    with pytest.raises(InvalidMemoryPlanError, match="alignment"):
+        check_plan(buffers, memory, [View("row1", "seq", 8, 16, 2, 2)])
+
+
 def test_the_checker_catches_a_view_whose_root_is_reused_while_it_is_read() -> None:
     # A planner that ended seq's life at its writer's step would let h1 reuse bytes row3 still reads.
     plan = unpacked_sequence_plan(views=True)

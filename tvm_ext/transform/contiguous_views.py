@@ -11,8 +11,8 @@ bytes alive while any view of them is read, and the run function passes ``input 
 
 A view is made only where it is as good as a copy for every reader: its byte offset is a multiple of
 `alignment` (the profile's, which every arena buffer keeps, so a kernel reading it finds the alignment it
-finds in any buffer; at most READ_ALIGNMENT_BYTES, the most any kernel's reads need), and it is no model output
-(the caller's output buffer is its own storage).
+finds in any buffer; at most `memory_planner.api.VIEW_ALIGNMENT_BYTES`, the most any kernel's reads need, which
+the plan's checker asks of a view), and it is no model output (the caller's output buffer is its own storage).
 """
 
 from __future__ import annotations
@@ -25,16 +25,11 @@ from tvm import ir, relax, s_tir, tirx
 from tvm.ir.prim import expr as prim
 from tvm.sym import Analyzer
 
+from memory_planner.api import VIEW_ALIGNMENT_BYTES
 from memory_planner.plan import DTYPE_BYTES
 from tvm_ext.tir.tir_walk import map_leaves
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
-READ_ALIGNMENT_BYTES = 16
-"""The most alignment any kernel's reads need (bytes): a 128-bit vector's (Helium's VLDRW needs 4, LDRD 4;
-no helper assumes more than `__builtin_assume_aligned(w, 4)`). A profile's larger `alignment_bytes` (cortex-m55's
-and cortex-m7's 32, a D-cache line) is for speed: a piece at 16 bytes on still lies in one line, and its copy
-costs more than the line it may share (an unrolled GRU's UNPACK pieces of 16 int8 on cortex-m55: 20 copies,
-kws_gru_40x16 7,320 -> 7,016 B of code, 406,746 -> 404,602 instructions, arena 5,328 -> 5,232 B)."""
 
 
 def row_major(indices, shape) -> tirx.PrimExpr:
@@ -125,12 +120,12 @@ def returned_vars(main: relax.Function) -> set:
 @tvm.transform.module_pass(opt_level=0, name="ContiguousCopiesAsViews")
 class ContiguousCopiesAsViews:
     """Each `call_tir` of a contiguous copy (module docstring) whose byte offset is a multiple of `alignment`
-    (bytes; at most READ_ALIGNMENT_BYTES) and whose result is no model output -> ``R.memory.view`` of its input;
+    (bytes; at most VIEW_ALIGNMENT_BYTES) and whose result is no model output -> ``R.memory.view`` of its input;
     PrimFuncs no call reads any more are dropped. Bindings keep their vars and places (layer records stay as they
     were)."""
 
     def __init__(self, alignment: int) -> None:
-        self.alignment = min(alignment, READ_ALIGNMENT_BYTES)
+        self.alignment = min(alignment, VIEW_ALIGNMENT_BYTES)
 
     def _view(self, mod: tvm.IRModule, value: relax.Expr) -> Optional[relax.Call]:
         """The view that replaces `value`, None when it is no contiguous copy this pass replaces."""
