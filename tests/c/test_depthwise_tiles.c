@@ -63,6 +63,102 @@ static int8_t expected_out(const int8_t *x, const int8_t *w, const depthwise_lay
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
+/* One case's operands (their guarded copies), layout, window and channels, for the functions calling the helpers. */
+typedef struct {
+    const int8_t *x, *w;
+    const int32_t *bias, *multiplier;
+    const int16_t *bias16;
+    const int8_t *shift;
+    depthwise_layout l;
+    int32_t zero_point, rows, cols, channels;
+    inside_box inside;
+} call_case;
+
+/* The calls of each kind of case in a function of its own, never inlined into main: with every inlined copy of
+   the helpers in main's one body, gcc's register dataflow (df live regs) took most of this test's builds (the
+   cortex-m55 build at -Os: 30 CPU-s). Each returns the helpers' returned values or'ed; each output is copied back
+   from slot 0 but the last (out16, or out3_16: the caller's). */
+#define CALLS static __attribute__((noinline))
+
+/* A border pixel of a 3 x 3 window: the out-of-line border copies and their twins on the interior's copy. */
+CALLS int32_t border3x3_calls(const call_case *k, int8_t *shared, int8_t *shared16, int8_t *out, int8_t *out16)
+{
+    const depthwise_layout *l = &k->l;
+    const inside_box *in = &k->inside;
+    int32_t returned = lp_depthwise_border3x3_shared_s8(guarded_copy(0, shared, k->channels), k->x, k->w, k->bias,
+                                                        k->multiplier, k->shift, k->zero_point, l->x_row_stride,
+                                                        l->x_col_stride, l->w_row_stride, l->w_col_stride, k->rows,
+                                                        k->cols, in->top, in->left, in->rows, in->cols, in->value,
+                                                        k->channels);
+    guarded_back(0, shared, k->channels);
+    returned |= lp_depthwise_border3x3_shared_s8_b16(guarded_copy(0, shared16, k->channels), k->x, k->w, k->bias16,
+                                                     k->multiplier, k->shift, k->zero_point, l->x_row_stride,
+                                                     l->x_col_stride, l->w_row_stride, l->w_col_stride, k->rows,
+                                                     k->cols, in->top, in->left, in->rows, in->cols, in->value,
+                                                     k->channels);
+    guarded_back(0, shared16, k->channels);
+    returned |= lp_depthwise_border3x3_s8(guarded_copy(0, out, k->channels), k->x, k->w, k->bias, k->multiplier,
+                                         k->shift, k->zero_point, l->x_row_stride, l->x_col_stride, l->w_row_stride,
+                                         l->w_col_stride, k->rows, k->cols, in->top, in->left, in->rows, in->cols,
+                                         in->value, k->channels);
+    guarded_back(0, out, k->channels);
+    return returned | lp_depthwise_border3x3_s8_b16(guarded_copy(0, out16, k->channels), k->x, k->w, k->bias16,
+                                                    k->multiplier, k->shift, k->zero_point, l->x_row_stride,
+                                                    l->x_col_stride, l->w_row_stride, l->w_col_stride, k->rows,
+                                                    k->cols, in->top, in->left, in->rows, in->cols, in->value,
+                                                    k->channels);
+}
+
+/* A border pixel of any other window. */
+CALLS int32_t border_calls(const call_case *k, int8_t *out, int8_t *out16)
+{
+    const depthwise_layout *l = &k->l;
+    const inside_box *in = &k->inside;
+    int32_t returned = lp_depthwise_border_s8(guarded_copy(0, out, k->channels), k->x, k->w, k->bias, k->multiplier,
+                                              k->shift, k->zero_point, l->x_row_stride, l->x_col_stride,
+                                              l->w_row_stride, l->w_col_stride, k->rows, k->cols, in->top, in->left,
+                                              in->rows, in->cols, in->value, k->channels);
+    guarded_back(0, out, k->channels);
+    return returned | lp_depthwise_border_s8_b16(guarded_copy(0, out16, k->channels), k->x, k->w, k->bias16,
+                                                 k->multiplier, k->shift, k->zero_point, l->x_row_stride,
+                                                 l->x_col_stride, l->w_row_stride, l->w_col_stride, k->rows, k->cols,
+                                                 in->top, in->left, in->rows, in->cols, in->value, k->channels);
+}
+
+/* An interior pixel: the inlined tiles. */
+CALLS int32_t interior_calls(const call_case *k, int8_t *out, int8_t *out16)
+{
+    const depthwise_layout *l = &k->l;
+    int32_t returned = lp_depthwise_tiles_s8(guarded_copy(0, out, k->channels), k->x, k->w, k->bias, k->multiplier,
+                                             k->shift, k->zero_point, l->x_row_stride, l->x_col_stride,
+                                             l->w_row_stride, l->w_col_stride, k->rows, k->cols, k->channels);
+    guarded_back(0, out, k->channels);
+    return returned | lp_depthwise_tiles_s8_b16(guarded_copy(0, out16, k->channels), k->x, k->w, k->bias16,
+                                                k->multiplier, k->shift, k->zero_point, l->x_row_stride,
+                                                l->x_col_stride, l->w_row_stride, l->w_col_stride, k->rows, k->cols,
+                                                k->channels);
+}
+
+/* The interior's out-of-line copy of a 3 x 3, 5 x 5 or one-row window, on `window` (the whole window's guarded
+   copy), into out3 and out3_16 (both copied back). */
+CALLS int32_t outlined_calls(const call_case *k, const int8_t *window, int8_t *out3, int8_t *out3_16)
+{
+    const depthwise_layout *l = &k->l;
+    const tiles_s8 copy = k->rows == 1 ? lp_depthwise_tiles1xn_s8
+                          : k->rows == 5 ? lp_depthwise_tiles5x5_s8 : lp_depthwise_tiles3x3_s8;
+    const tiles_s8_b16 copy16 = k->rows == 1 ? lp_depthwise_tiles1xn_s8_b16
+                                : k->rows == 5 ? lp_depthwise_tiles5x5_s8_b16 : lp_depthwise_tiles3x3_s8_b16;
+    int32_t returned = copy(guarded_copy(0, out3, k->channels), window, k->w, k->bias, k->multiplier, k->shift,
+                            k->zero_point, l->x_row_stride, l->x_col_stride, l->w_row_stride, l->w_col_stride,
+                            k->rows, k->cols, k->channels);
+    guarded_back(0, out3, k->channels);
+    returned |= copy16(guarded_copy(0, out3_16, k->channels), window, k->w, k->bias16, k->multiplier, k->shift,
+                       k->zero_point, l->x_row_stride, l->x_col_stride, l->w_row_stride, l->w_col_stride, k->rows,
+                       k->cols, k->channels);
+    guarded_back(0, out3_16, k->channels);
+    return returned;
+}
+
 int main(void)
 {
     static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, 1277447166, 2004318071};
@@ -120,78 +216,19 @@ int main(void)
                     const int16_t *const g_bias16 = guarded_copy(4, bias16, 2 * channels);
                     const int32_t *const g_multiplier = guarded_copy(5, multiplier, 4 * channels);
                     const int8_t *const g_shift = guarded_copy(6, shift, channels);
-                    int32_t returned;
-                    if (three) {
-                        returned = lp_depthwise_border3x3_shared_s8(guarded_copy(0, shared, channels), g_x, g_w,
-                                                                     g_bias, g_multiplier, g_shift, zero_point,
-                                                                     l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                                                     l.w_col_stride, rows, cols, inside.top,
-                                                                     inside.left, inside.rows, inside.cols,
-                                                                     inside.value, channels);
-                        guarded_back(0, shared, channels);
-                        returned |= lp_depthwise_border3x3_shared_s8_b16(guarded_copy(0, shared16, channels), g_x,
-                                                                         g_w, g_bias16, g_multiplier, g_shift,
-                                                                         zero_point, l.x_row_stride, l.x_col_stride,
-                                                                         l.w_row_stride, l.w_col_stride, rows, cols,
-                                                                         inside.top, inside.left, inside.rows,
-                                                                         inside.cols, inside.value, channels);
-                        guarded_back(0, shared16, channels);
-                        returned |= lp_depthwise_border3x3_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias,
-                                                             g_multiplier, g_shift, zero_point, l.x_row_stride,
-                                                             l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
-                                                             cols, inside.top, inside.left, inside.rows,
-                                                             inside.cols, inside.value, channels);
-                        guarded_back(0, out, channels);
-                        returned |= lp_depthwise_border3x3_s8_b16(guarded_copy(0, out16, channels), g_x, g_w,
-                                                                  g_bias16, g_multiplier, g_shift, zero_point,
-                                                                  l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                                                  l.w_col_stride, rows, cols, inside.top,
-                                                                  inside.left, inside.rows, inside.cols,
-                                                                  inside.value, channels);
-                    } else if (border) {
-                        returned = lp_depthwise_border_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias,
-                                                          g_multiplier, g_shift, zero_point, l.x_row_stride,
-                                                          l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols,
-                                                          inside.top, inside.left, inside.rows, inside.cols,
-                                                          inside.value, channels);
-                        guarded_back(0, out, channels);
-                        returned |= lp_depthwise_border_s8_b16(guarded_copy(0, out16, channels), g_x, g_w, g_bias16,
-                                                               g_multiplier, g_shift, zero_point, l.x_row_stride,
-                                                               l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
-                                                               cols, inside.top, inside.left, inside.rows,
-                                                               inside.cols, inside.value, channels);
-                    } else {
-                        returned = lp_depthwise_tiles_s8(guarded_copy(0, out, channels), g_x, g_w, g_bias,
-                                                         g_multiplier, g_shift, zero_point, l.x_row_stride,
-                                                         l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols,
-                                                         channels);
-                        guarded_back(0, out, channels);
-                        returned |= lp_depthwise_tiles_s8_b16(guarded_copy(0, out16, channels), g_x, g_w, g_bias16,
-                                                              g_multiplier, g_shift, zero_point, l.x_row_stride,
-                                                              l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
-                                                              cols, channels);
-                    }
+                    const call_case k = {g_x, g_w, g_bias, g_multiplier, g_bias16, g_shift, l, zero_point, rows, cols,
+                                         channels, inside};
+                    int32_t returned = three ? border3x3_calls(&k, shared, shared16, out, out16)
+                                       : border ? border_calls(&k, out, out16) : interior_calls(&k, out, out16);
                     guarded_back(0, out16, channels);
                     /* a 3 x 3 or 5 x 5 window or one row: the interior's out-of-line copy too, into out3 and
                        out3_16 */
                     const int outlined = (rows == 3 && cols == 3) || (rows == 5 && cols == 5) || rows == 1;
                     const inside_box whole = {0, 0, rows, cols, 0};
                     if (outlined) {
-                        const tiles_s8 copy = rows == 1 ? lp_depthwise_tiles1xn_s8
-                                              : rows == 5 ? lp_depthwise_tiles5x5_s8 : lp_depthwise_tiles3x3_s8;
-                        const tiles_s8_b16 copy16 = rows == 1 ? lp_depthwise_tiles1xn_s8_b16
-                                                    : rows == 5 ? lp_depthwise_tiles5x5_s8_b16
-                                                                : lp_depthwise_tiles3x3_s8_b16;
-                        const int8_t *const window = guarded_copy(1, xo, guarded_box(rows, cols, l.x_row_stride,
-                                                                                     l.x_col_stride, channels, 1));
-                        returned |= copy(guarded_copy(0, out3, channels), window, g_w, g_bias, g_multiplier, g_shift,
-                                         zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride,
-                                         rows, cols, channels);
-                        guarded_back(0, out3, channels);
-                        returned |= copy16(guarded_copy(0, out3_16, channels), window, g_w, g_bias16, g_multiplier,
-                                           g_shift, zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                           l.w_col_stride, rows, cols, channels);
-                        guarded_back(0, out3_16, channels);
+                        returned |= outlined_calls(&k, guarded_copy(1, xo, guarded_box(rows, cols, l.x_row_stride,
+                                                                                       l.x_col_stride, channels, 1)),
+                                                   out3, out3_16);
                     }
                     int wrong = returned != 0;
                     for (int32_t c = 0; c < channels + GUARD; ++c) {
