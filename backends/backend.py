@@ -373,6 +373,10 @@ class KernelSchedules:
     whole tiles of four by zero rows (`tvm_ext.kernels.extern_mac.accumulate_rows`, `rows_padded`), for a core whose
     helper computes every tile in one call (Helium's rows MAC); False: a loop over tiles of four units, each tile's
     product its own block."""
+    gate_loop_bytes: int = 0
+    """The code of one LSTM gate's loop on this core (its products' calls and its units' requantizations and
+    activation, bytes), which each gate rolled into one loop with others of its form saves where that pays at the
+    price of code (`tvm_ext.kernels.lstm.rolls_gates`, `gate_groups`); 0: each gate keeps its own loop."""
     svdf_unit_rows: tuple[str, ...] = ()
     """The SVDF state types ("int8", "int16") whose time product and requantization the int8 lowering writes as one TE
     extern stage, unit after unit (`tvm_ext.kernels.svdf.svdf_output_rows`: each unit's rank filters' time weights in

@@ -127,6 +127,14 @@ UNIT_ROWS_MAX_MACS = int(UNIT_ROWS_CODE_SAVED * INSTRUCTIONS_PER_BYTE / UNIT_ROW
 """The most time-product MACs of one call at which an SVDF takes the unit rows: where the code saved pays the
 instructions lost at the schedules' one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`)."""
 
+GATE_LOOP_BYTES = 175
+"""The code of one LSTM gate's loop on rv32imc (its two interleaved MAC calls and their pointers, two biased
+requantizations, the saturations and the sigmoid's interpolation, gcc -O2 -mtune=size), at the least, which each gate
+rolled into one loop with the others of its form saves (`tvm_ext.kernels.lstm.gate_groups`, priced by
+`tvm_ext.transform.int8.lstm.rolls_gates`): with the three sigmoid gates in one loop, kws_lstm27_37x11 (seed 71)
+code 2,438 -> 2,088 B (cortex-m4f 2,292), kws_lstm_40x16 2,282 -> 1,924 B, the weights 32 B more (each gate's
+multipliers in its offsets' rows)."""
+
 
 class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each; with
@@ -317,6 +325,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
+                           gate_loop_bytes=GATE_LOOP_BYTES,
                            bundle_choice=riscv_bundle_choice, kernel_code=RV32C_KERNEL_CODE,
                            helper_min_macs=HELPER_MIN_MACS,
                            float_tile_min_macs=0 if profile.hardware_float else FLOAT_TILE_MIN_MACS)

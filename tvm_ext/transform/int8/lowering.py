@@ -101,6 +101,9 @@ class LoweringContext:
     """Whether a recurrent cell's products (an LSTM's gates, an SVDF's feature product) run over all of its units in
     one block over TFLite's rows where they do not take interleaved weights
     (``backends.backend.KernelSchedules.whole_gate_rows``)."""
+    gate_loop_bytes: int = 0
+    """The code of one LSTM gate's loop, saved for each gate rolled into a loop with others of its form where that pays
+    (``backends.backend.KernelSchedules.gate_loop_bytes``; 0: never)."""
     svdf_unit_rows: tuple[str, ...] = ()
     """The SVDF state types whose time product and requantization are one TE extern stage, unit after unit
     (``backends.backend.KernelSchedules.svdf_unit_rows``)."""
