@@ -177,13 +177,13 @@ DEPTHWISE_PIXEL_HELPERS = HelperLibrary("cortex_m_depthwise_pixel", depthwise_pi
 depthwise_runs`' pixel tiles): a library of its own, which only the bundles whose kernels call it define, after
 CORTEX_M_HELPERS, whose fused tile it calls."""
 def depthwise_rows_helpers_c(prefix: str) -> str:
-    """A 3x3 depthwise layer's channel rows' C definition for the bundle `prefix` (`depthwise_mac_c`'s
-    DEPTHWISE_ROWS_TEMPLATE)."""
+    """A depthwise layer's channel rows' C definitions (3x3, and any other window) for the bundle `prefix`
+    (`depthwise_mac_c`'s DEPTHWISE_ROWS_TEMPLATE)."""
     return dsp_template_c(DEPTHWISE_ROWS_TEMPLATE, prefix)
 
 
 DEPTHWISE_ROWS_HELPERS = HelperLibrary("cortex_m_depthwise_rows", depthwise_rows_helpers_c, (CORTEX_M_HELPERS,))
-"""A 3x3 depthwise layer as channel rows on DSP cores (`backends.cortex_m.schedules.depthwise_rows`): a library of
+"""A depthwise layer as channel rows on DSP cores (`backends.cortex_m.schedules.depthwise_rows`): a library of
 its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose requantization it
 calls."""
 
