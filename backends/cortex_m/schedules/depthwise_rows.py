@@ -23,7 +23,8 @@ tiles, about 4.2 as rows; a 7x7x144 5x5 one 3.4 either way), and the rows of any
 
 Measured on cortex-m4f (instructions per MAC, tiles -> rows): mobilenet_v2_050_64_int8's 3x3 layers on 32x32x16
 3.8 -> 2.9, 16x16x96 3.7 -> 3.3; its code 16,960 -> 16,468 B. efficientnet_lite_w030_112_int8's 5x5 layer on
-14x14x96 3.2 -> 2.6.
+14x14x96 3.2 -> 2.5 (efficientnet_lite_w030_112_int8 28,776,522 -> 28,464,997 instructions, code 30,476 ->
+29,740 B).
 """
 
 from __future__ import annotations
@@ -116,8 +117,10 @@ ROWS_CODE_BYTES = 210
 """The code the 3x3 channel rows add to a kernel they take, priced as if every such kernel were the bundle's only
 one: the helper's one copy (cortex-m4f 936 B) and the kernel's call (54 B) against the tiles' inlined kernel
 (752-784 B; a second kernel the rows take saves about 730 B)."""
-ANY_CODE_BYTES = 0
-"""... and the rows of any other window: the helper's one copy (cortex-m4f about 1,500 B) and the call."""
+ANY_CODE_BYTES = 1500
+"""... and the rows of any other window: the helper's one copy (cortex-m4f 2,270 B with its three unrolled quads,
+1,090 B where a bundle's calls take one width) and the kernel's call (74 B) against the tiles' inlined kernel (at
+least a 3x3 one's 836 B; a 5x5 one's 1,356-1,532 B)."""
 
 
 def window_words(kw: int) -> int:
