@@ -1,5 +1,5 @@
-/* Unit test of the DSP cores' depthwise channel rows (backends/cortex_m/helpers/templates/depthwise_rows.h.in after
- * dsp_words.h.in, depthwise_mac.h.in and requantize_small.h.in, with the prefix lp): lp_depthwise_rows_s8 of
+/* Unit test of the DSP cores' depthwise channel rows (backends/cortex_m/helpers/templates/depthwise_rows.h.in and
+ * depthwise_rows_any.h.in after dsp_words.h.in, depthwise_mac.h.in and requantize_small.h.in, with the prefix lp): lp_depthwise_rows_s8 of
  * windows of 1 to 7 rows and 1 to 7 columns (and lp_depthwise_rows3x3_s8 where the window is 3x3, a third of the
  * shapes) against the plain sums of each output's window from the bias (the padding's taps reading value) and the
  * bundle's scalar requantization (lp_requantize_double_small, lp_saturate_int8), over images of 1 to 10 rows and

@@ -1,7 +1,8 @@
 """The DSP cores' kernel of an int8 DEPTHWISE_CONV_2D as channel rows: one call of the bundle's one out-of-line copy
 of `<prefix>_depthwise_rows3x3_s8` for a 3x3 window, or of `<prefix>_depthwise_rows_s8` for any other of at most
-MAX_KH rows and MAX_KW columns (`backends.cortex_m.helpers.depthwise_mac_c`'s DEPTHWISE_ROWS_TEMPLATE, their
-contracts and per-MAC budgets in ``depthwise_rows.h.in``), its band of widened input rows on the kernel's stack.
+MAX_KH rows and MAX_KW columns (`backends.cortex_m.helpers.depthwise_mac_c`'s DEPTHWISE_ROWS_TEMPLATE and
+DEPTHWISE_ROWS_ANY_TEMPLATE, their contracts and per-MAC budgets in ``depthwise_rows.h.in`` and
+``depthwise_rows_any.h.in``), its band of widened input rows on the kernel's stack.
 
 Why: the four-channel tiles (``depthwise_tiles``) take a tap of four channels as one SXTB16 pair and four SMLAxy,
 2 instructions per MAC in the taps alone, and load each tile's biases, multipliers and shifts per pixel: cortex-m4f,
@@ -35,7 +36,7 @@ from typing import Callable, Optional, Sequence
 from tvm import te, tirx
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.helpers import DEPTHWISE_ROWS_HELPERS
+from backends.cortex_m.helpers import DEPTHWISE_ROWS_ANY_HELPERS, DEPTHWISE_ROWS_HELPERS
 from backends.cortex_m.schedules.depthwise_runs import (BAND_BYTES, band_bytes_of, dsp_operands_fit,
                                                        few_channel_depthwise, pixel_tiles_take)
 from backends.cortex_m.schedules.window1_conv import _Stage
@@ -64,7 +65,7 @@ ANY_ACCESS = HelperAccess((
     PointerAccess(8, (Axis(Arg(21), Arg(18)), Axis(Arg(18), 1), Axis(2, 1), Axis(Arg(22), Arg(23)),
                       Axis(Arg(22), Arg(23)), Axis(Arg(22), 4), Axis(Arg(23), 2), Axis(6, 1))),
 ))
-register_helper_call(ANY_OP, DEPTHWISE_ROWS_HELPERS, lambda prefix: f"{prefix}_depthwise_rows_s8", ANY_ACCESS)
+register_helper_call(ANY_OP, DEPTHWISE_ROWS_ANY_HELPERS, lambda prefix: f"{prefix}_depthwise_rows_s8", ANY_ACCESS)
 
 SIDE = 3
 """The window's rows and columns the 3x3 helper takes (ROWS_OP; any other window: ANY_OP)."""
