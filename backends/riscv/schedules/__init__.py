@@ -51,7 +51,8 @@ from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_CONV_TILES_LUT,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
-                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
+                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_TILED,
+                                          RISCV_PAIR_TILES_W8,
                                           RISCV_TAIL_CHOICES,
                                           depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
                                           one_tile_calls,
@@ -217,6 +218,7 @@ class RiscvMacSchedules:
                                               helper=RISCV_DOUBLE_EPILOGUE)
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
+        pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_TILED)
         tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
         tiles = one_tile_calls(conv_tiles_calls(tiles, RISCV_CONV_TILES_LUT))
         for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
@@ -314,7 +316,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     On a core without an FPU a float MAC kernel of fewer than FLOAT_TILE_MIN_MACS MACs a call keeps one accumulator
     (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
+                           dense_unit_tile=FOUR_CHANNELS, paired_weights=True, tiled_rows=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
                            bundle_choice=riscv_bundle_choice, kernel_code=RV32C_KERNEL_CODE,
