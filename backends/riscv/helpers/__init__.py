@@ -156,14 +156,15 @@ def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:
 
 
 def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False, odd: bool = False,
-                           int8_weights: bool = False, table: bool = False, tiled: bool = False) -> str:
+                           int8_weights: bool = False, table: bool = False, tiled: bool = False,
+                           part: bool = False) -> str:
     """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
     the bundle `prefix`; with `any_double`, its form of TFLite's double rounding for any sum and shift; with `odd`,
     its form of windows whose rows may be of odd length; with `int8_weights`, its form of int8 weights as stored
     (not paired); with `table`, its form with a lookup table after the requantization; with `tiled`, its form of
-    tiled rows (`tvm_ext.kernels.dense.tile_rows`)."""
+    tiled rows (`tvm_ext.kernels.dense.tile_rows`), with `part` too, of a last tile storing fewer channels."""
     name = f"{prefix}_pair_tiles{'_double' if any_double else ''}{'_lut' if table else ''}{'_odd' if odd else ''}" \
-           f"{'_w8' if int8_weights else ''}{'_tiled' if tiled else ''}_s8x8"
+           f"{'_w8' if int8_weights else ''}{'_tiled' if tiled else ''}{'_part' if part else ''}_s8x8"
     return bias_form(name, bias)
 
 

@@ -451,18 +451,23 @@ def int8_pairs_pay(func: tirx.PrimFunc) -> bool:
 PAIR_TILES_TILED_OPS = by_bias("tvm_ext.riscv_pair_tiles_tiled_s8x8")
 """The fused pixel pairs' form for tiled rows per bias type (`<prefix>_pair_tiles_tiled_s8x8`, `_b16`)."""
 # pair_tiles_tiled_s8x8(out, x, w, bias, multiplier, shift, zero_point, row_len, x_pixel_stride, out_pixel_stride,
-# tiles): out[p * out_pixel_stride + c] and the epilogue's constants 8 * tiles elements; x[p * x_pixel_stride + k];
-# w one run of 8 * tiles * row_len bytes (the index 8 (t * row_len + k) + c as eight copies of t * row_len + k).
-_TILED_CHANNELS = (Axis(Arg(10), MAC_CHANNELS), Axis(MAC_CHANNELS, 1))
+# tiles, channels): out[p * out_pixel_stride + c] and the epilogue's constants for c < channels; x[p * x_pixel_stride +
+# k]; w one run of 8 * tiles * row_len bytes (the index 8 (t * row_len + k) + c as eight copies of t * row_len + k).
+_TILED_CHANNELS = (Axis(Arg(11), 1),)
 PAIR_TILES_TILED_ACCESS = HelperAccess((
     PointerAccess(0, (Axis(MAC_PIXELS, Arg(9)), *_TILED_CHANNELS)),
     PointerAccess(1, (Axis(MAC_PIXELS, Arg(8)), Axis(Arg(7), 1))),
     PointerAccess(2, (Axis(Arg(10), Arg(7)), Axis(Arg(7), 1)) * MAC_CHANNELS + (Axis(MAC_CHANNELS, 1),)),
     *(PointerAccess(pointer, _TILED_CHANNELS) for pointer in (3, 4, 5)),
 ))
-for _bias, _op in PAIR_TILES_TILED_OPS.items():
-    register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias, tiled=True),
-                         PAIR_TILES_TILED_ACCESS)
+PAIR_TILES_TILED_PART_OPS = by_bias("tvm_ext.riscv_pair_tiles_tiled_part_s8x8")
+"""Its form for a last tile storing fewer channels (`<prefix>_pair_tiles_tiled_part_s8x8`, `_b16`: the call's
+channels fewer than its tiles')."""
+for _ops, _part in ((PAIR_TILES_TILED_OPS, False), (PAIR_TILES_TILED_PART_OPS, True)):
+    for _bias, _op in _ops.items():
+        register_helper_call(_op, RISCV_HELPERS,
+                             functools.partial(pair_tiles_helper_name, bias=_bias, tiled=True, part=_part),
+                             PAIR_TILES_TILED_ACCESS)
 
 
 def _tiled_window(call) -> Optional[PairWindow]:
@@ -478,7 +483,9 @@ def _tiled_window(call) -> Optional[PairWindow]:
 RISCV_PAIR_TILES_TILED = PairTileHelpers(
     (MAC_TILED_2PX_OP,), _tiled_window, MAC_CHANNELS, None,
     {REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_TILED_OPS.items()}, None,
-    lambda window, out_pixel_stride, tiles: [window.row_len, window.x_pixel_stride, out_pixel_stride, tiles])
+    lambda window, out_pixel_stride, tiles: [window.row_len, window.x_pixel_stride, out_pixel_stride, tiles,
+                                             MAC_CHANNELS * tiles],
+    (RISCV_EPILOGUE, {PAIR_TILES_TILED_OPS[bias]: op for bias, op in PAIR_TILES_TILED_PART_OPS.items()}))
 """The RV32 cores' fused pixel pairs over tiled rows (`tvm_ext.kernels.dense.tile_rows`: a FULLY_CONNECTED of
 several rows, `tiled_mac_replacement`): the two-pixel tiled MAC's calls and each pixel's "double_small" epilogue call
 over a pair's tiles as one call of the out-of-line `<prefix>_pair_tiles_tiled_s8x8`, whose loop runs the inlined
