@@ -45,7 +45,8 @@ from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
-from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
+from backends.cortex_m.schedules.pixel_pairs import (TWO_PIXEL_MIN_REDUCTION, pair_odd_pixel_row, pair_tests,
+                                                     paired_pixel_body, pays_two_pixels)
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
@@ -54,7 +55,8 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_TILED,
                                           RISCV_PAIR_TILES_W8,
                                           RISCV_TAIL_CHOICES,
-                                          depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
+                                          MIN_REDUCTION, depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls,
+                                          mac_replacement,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
@@ -149,10 +151,14 @@ class RiscvMacSchedules:
     def pays_two_pixels(sch, block, loops: list, first_reduce: int) -> bool:
         """The DSP cores' rule (`backends.cortex_m.schedules.pixel_pairs.pays_two_pixels`) for a tile of eight
         channels; never for one of four, whose window MAC has no two-pixel form: paired, its pixels kept TVM's
-        scalar loops (densenet_bc_32's 36- and 42-channel 1x1 convolutions on rv32imc, 312 and 490 B)."""
+        scalar loops (densenet_bc_32's 36- and 42-channel 1x1 convolutions on rv32imc, 312 and 490 B). Over tiled
+        rows (`tvm_ext.kernels.dense.tile_rows`) from the tiled MAC's shortest window (`mac.MIN_REDUCTION`), where
+        the DSP rule asks for 32: each pair is then one call of the out-of-line tiled pair helper, where a lone
+        pixel's tiles stay inlined in the kernel (rv32imc vit2h_d30_b1_24x16_tanh_int8's 30-input layers)."""
         if int(sch.get(loops[-1]).extent) == FOUR_CHANNELS:
             return False
-        return pays_two_pixels(sch, block, loops, first_reduce)
+        tiled = any(_tiled_rows(region.source) for region in sch.get(block).reads)
+        return pays_two_pixels(sch, block, loops, first_reduce, MIN_REDUCTION if tiled else TWO_PIXEL_MIN_REDUCTION)
 
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False,
                                                         replacement=mac_replacement))
@@ -241,6 +247,13 @@ class RiscvMacSchedules:
             return (whole,)
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
+
+
+def _tiled_rows(buffer: tirx.Buffer) -> bool:
+    """Whether ``buffer`` holds `tvm_ext.kernels.dense.tile_rows`' weights: int8 [O / 8, K, 8]."""
+    shape = buffer.shape
+    return str(buffer.dtype) == "int8" and len(shape) == 3 and isinstance(shape[2], tirx.IntImm) \
+        and int(shape[2]) == MAC_CHANNELS
 
 
 def _loads_combined(value: tirx.PrimExpr) -> bool:
