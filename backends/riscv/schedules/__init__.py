@@ -52,11 +52,10 @@ from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_CONV_TILES_LUT,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
-                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_TILED,
-                                          RISCV_PAIR_TILES_W8,
+                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
                                           RISCV_TAIL_CHOICES,
                                           MIN_REDUCTION, depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls,
-                                          mac_replacement,
+                                          mac_replacement, tiled_pair_macs, tiled_pair_tiles, tiled_unrolled_pays,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
@@ -135,11 +134,13 @@ class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each; with
     ``fc_rows`` False, a FULLY_CONNECTED layer keeps its own loop over its channel tiles rather than calling the
     shared row helper; with ``cold_requantize``, an element kernel's biased requantizations are calls of their
-    out-of-line function (`cold_requantize`); both the bundle's choices (`riscv_bundle_choice`)."""
+    out-of-line function (`cold_requantize`); with ``tiled_unrolled`` False, the tiled pair helper's MAC loop is not
+    unrolled (`mac.tiled_unrolled_pays`); all three the bundle's choices (`riscv_bundle_choice`)."""
 
-    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False) -> None:
+    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False, tiled_unrolled: bool = True) -> None:
         self.fc_rows = fc_rows
         self.cold_requantize = cold_requantize
+        self.tiled_unrolled = tiled_unrolled
 
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
@@ -224,7 +225,7 @@ class RiscvMacSchedules:
                                               helper=RISCV_DOUBLE_EPILOGUE)
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
-        pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_TILED)
+        pairs = pair_tiles_calls(pairs, tiled_pair_tiles(self.tiled_unrolled))
         tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
         tiles = one_tile_calls(conv_tiles_calls(tiles, RISCV_CONV_TILES_LUT))
         for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
@@ -276,13 +277,17 @@ def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str
     FULLY_CONNECTED row helper's calls and inlined biased requantizations) and their calls, where that helper's one
     copy does not pay (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops; the kernels
     whose biased requantizations pay out of line (`cold_requantize.cold_requantize_kernels`) scheduled with their
-    calls; None where neither changes a kernel."""
+    calls; where the tiled pair helper's unrolled loop does not pay (`mac.tiled_unrolled_pays`), its calling kernels
+    passing the plain loop's form; None where none changes a kernel."""
     own_loops = set() if fc_rows_pay(kernels, calls) else set(fc_rows_users(kernels))
     cold = set(cold_requantize_kernels(kernels, calls))
-    if not own_loops and not cold:
+    tiled = {name: tiled_pair_macs(func) * calls.get(name, 1) for name, func in kernels.items()}
+    plain = set() if tiled_unrolled_pays(sum(tiled.values())) else {name for name, macs in tiled.items() if macs}
+    if not own_loops and not cold and not plain:
         return None
-    return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold)
-                         for name in kernels if name in own_loops | cold})
+    return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold,
+                                                 tiled_unrolled=name not in plain)
+                         for name in kernels if name in own_loops | cold | plain})
 
 
 RV32C_KERNEL_CODE = KernelCode(bytes_per_node=3, constants_at_entry=True)

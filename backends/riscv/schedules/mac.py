@@ -451,13 +451,14 @@ def int8_pairs_pay(func: tirx.PrimFunc) -> bool:
 PAIR_TILES_TILED_OPS = by_bias("tvm_ext.riscv_pair_tiles_tiled_s8x8")
 """The fused pixel pairs' form for tiled rows per bias type (`<prefix>_pair_tiles_tiled_s8x8`, `_b16`)."""
 # pair_tiles_tiled_s8x8(out, x, w, bias, multiplier, shift, zero_point, row_len, x_pixel_stride, out_pixel_stride,
-# tiles, channels): out[p * out_pixel_stride + c] and the epilogue's constants for c < channels; x[p * x_pixel_stride +
-# k]; w one run of 8 * tiles * row_len bytes (the index 8 (t * row_len + k) + c as eight copies of t * row_len + k).
-_TILED_CHANNELS = (Axis(Arg(11), 1),)
+# unrolled, tiles, channels): out[p * out_pixel_stride + c] and the epilogue's constants for c < channels;
+# x[p * x_pixel_stride + k]; w one run of 8 * tiles * row_len bytes (the index 8 (t * row_len + k) + c as eight copies
+# of t * row_len + k).
+_TILED_CHANNELS = (Axis(Arg(12), 1),)
 PAIR_TILES_TILED_ACCESS = HelperAccess((
     PointerAccess(0, (Axis(MAC_PIXELS, Arg(9)), *_TILED_CHANNELS)),
     PointerAccess(1, (Axis(MAC_PIXELS, Arg(8)), Axis(Arg(7), 1))),
-    PointerAccess(2, (Axis(Arg(10), Arg(7)), Axis(Arg(7), 1)) * MAC_CHANNELS + (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(2, (Axis(Arg(11), Arg(7)), Axis(Arg(7), 1)) * MAC_CHANNELS + (Axis(MAC_CHANNELS, 1),)),
     *(PointerAccess(pointer, _TILED_CHANNELS) for pointer in (3, 4, 5)),
 ))
 PAIR_TILES_TILED_PART_OPS = by_bias("tvm_ext.riscv_pair_tiles_tiled_part_s8x8")
@@ -480,16 +481,43 @@ def _tiled_window(call) -> Optional[PairWindow]:
     return PairWindow(*call.args[:4], 0, 1, row_len, x_pixel_stride, MAC_CHANNELS * row_len)
 
 
-RISCV_PAIR_TILES_TILED = PairTileHelpers(
-    (MAC_TILED_2PX_OP,), _tiled_window, MAC_CHANNELS, None,
-    {REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_TILED_OPS.items()}, None,
-    lambda window, out_pixel_stride, tiles: [window.row_len, window.x_pixel_stride, out_pixel_stride, tiles,
-                                             MAC_CHANNELS * tiles],
-    (RISCV_EPILOGUE, {PAIR_TILES_TILED_OPS[bias]: op for bias, op in PAIR_TILES_TILED_PART_OPS.items()}))
-"""The RV32 cores' fused pixel pairs over tiled rows (`tvm_ext.kernels.dense.tile_rows`: a FULLY_CONNECTED of
-several rows, `tiled_mac_replacement`): the two-pixel tiled MAC's calls and each pixel's "double_small" epilogue call
-over a pair's tiles as one call of the out-of-line `<prefix>_pair_tiles_tiled_s8x8`, whose loop runs the inlined
-MAC's instructions (no channel stride), where each kernel held its own inlined MAC."""
+def tiled_pair_tiles(unrolled: bool) -> PairTileHelpers:
+    """The RV32 cores' fused pixel pairs over tiled rows (`tvm_ext.kernels.dense.tile_rows`: a FULLY_CONNECTED of
+    several rows, `tiled_mac_replacement`): the two-pixel tiled MAC's calls and each pixel's "double_small" epilogue
+    call over a pair's tiles as one call of the out-of-line `<prefix>_pair_tiles_tiled_s8x8`, whose loop runs the
+    inlined MAC's instructions (no channel stride), where each kernel held its own inlined MAC; a layer's channels
+    padded to whole tiles, its last tile's stores counted (the epilogue's count, `requantize_epilogue.stored_channels`)
+    by the call's last argument (its `_part` form). ``unrolled``: the MAC loop's form every call passes (the bundle's
+    choice, `tiled_unrolled_pays`)."""
+    return PairTileHelpers(
+        (MAC_TILED_2PX_OP,), _tiled_window, MAC_CHANNELS, None,
+        {REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_TILED_OPS.items()}, None,
+        lambda window, out_pixel_stride, tiles: [window.row_len, window.x_pixel_stride, out_pixel_stride,
+                                                 int(unrolled), tiles, MAC_CHANNELS * tiles],
+        (RISCV_EPILOGUE, {PAIR_TILES_TILED_OPS[bias]: op for bias, op in PAIR_TILES_TILED_PART_OPS.items()}))
+
+
+TILED_UNROLLED_BYTES = 300
+"""The code the tiled pair helper's MAC loop unrolled twice adds to its one copy, bytes (rv32imc
+vit2h_d30_b1_24x16_tanh_int8: `pair_tiles_tiled_any` 438 -> 740 B)."""
+TILED_UNROLLED_SAVED_PER_MAC = 0.077
+"""The instructions the unrolled loop saves per MAC of the tiled pairs (rv32imc vit2h_d30_b1_24x16_tanh_int8, its
+six layers' 164,160 MACs: 1,633,313 -> 1,620,713 instructions; vit_tiny_16_int8's 64x48 -> 48 layers 0.08)."""
+
+
+def tiled_unrolled_pays(macs: int) -> bool:
+    """Whether the tiled pair helper's unrolled MAC loop pays for its bytes (TILED_UNROLLED_BYTES) in the bundle
+    whose tiled pairs run ``macs`` MACs per inference (TILED_UNROLLED_SAVED_PER_MAC each) at the one price of code:
+    vit_tiny_16_int8's 1.2 M yes, vit2h_d30_b1_24x16's 0.16 M no."""
+    return macs * TILED_UNROLLED_SAVED_PER_MAC >= TILED_UNROLLED_BYTES * INSTRUCTIONS_PER_BYTE
+
+
+def tiled_pair_macs(func: tirx.PrimFunc) -> int:
+    """The MACs of ``func``'s calls of the tiled pair helper per call of ``func``."""
+    ops = set(PAIR_TILES_TILED_OPS.values()) | set(PAIR_TILES_TILED_PART_OPS.values())
+    return sum(times * MAC_PIXELS * MAC_CHANNELS * int(call.args[11]) * int(call.args[7])
+               for call, times in op_executions(func.body, ops))
+
 
 RISCV_PAIR_TILES_ODD = PairTileHelpers(
     RISCV_PAIR_TILES.mac_ops, functools.partial(_paired_window, odd=True), MAC_CHANNELS, None,
