@@ -45,8 +45,8 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `mac_s8x8_tiled.h.in`: `<prefix>_mac_s8x8_tiled` and `<prefix>_mac_s8x2x8_tiled`, the int8 MAC of one or two
   pixels over tiled rows (`tvm_ext.kernels.dense.tile_rows`: a tile's eight weights of an input at constant
   offsets), and `<prefix>_pair_tiles_tiled_s8x8` (`_b16`), every channel tile of a pixel pair over them in one call of
-  one out-of-line copy per bundle, called by every FULLY_CONNECTED kernel of several rows (`RISCV_PAIR_TILES_TILED`;
-  unit test `tests/c/test_riscv_tiled.c`);
+  one out-of-line copy per bundle, called by every FULLY_CONNECTED kernel of several rows (`tiled_pair_tiles`;
+  unit test `tests/c/test_riscv_pair_tiles.c`: `tiled_rows_cases`);
 - `mac_s8x4_interleaved.h.in`: `<prefix>_dual_mac_s8x4_interleaved`, the MAC over weights interleaved per tile of
   four units (`tvm_ext.kernels.extern_mac.interleave_weights`), every tile of an LSTM gate's or an SVDF's feature
   product in one call (`backends.riscv.schedules.mac.interleaved_mac_calls`), with the contract, name and unit test
