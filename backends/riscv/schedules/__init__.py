@@ -31,7 +31,7 @@ import functools
 from collections.abc import Mapping
 from typing import Optional
 
-from tvm import tirx
+from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.backend import BundleChoice, KernelSchedules
@@ -158,7 +158,7 @@ class RiscvMacSchedules:
         pixel's tiles stay inlined in the kernel (rv32imc vit2h_d30_b1_24x16_tanh_int8's 30-input layers)."""
         if int(sch.get(loops[-1]).extent) == FOUR_CHANNELS:
             return False
-        tiled = any(_tiled_rows(region.source) for region in sch.get(block).reads)
+        tiled = _reads_tiled_rows(sch.get(block))
         return pays_two_pixels(sch, block, loops, first_reduce, MIN_REDUCTION if tiled else TWO_PIXEL_MIN_REDUCTION)
 
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False,
@@ -250,11 +250,13 @@ class RiscvMacSchedules:
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
 
 
-def _tiled_rows(buffer: tirx.Buffer) -> bool:
-    """Whether ``buffer`` holds `tvm_ext.kernels.dense.tile_rows`' weights: int8 [O / 8, K, 8]."""
-    shape = buffer.shape
-    return str(buffer.dtype) == "int8" and len(shape) == 3 and isinstance(shape[2], tirx.IntImm) \
-        and int(shape[2]) == MAC_CHANNELS
+def _reads_tiled_rows(block: s_tir.SBlock) -> bool:
+    """Whether ``block`` is a FULLY_CONNECTED's reduction over tiled rows (`tvm_ext.kernels.dense.tile_rows`): it reads
+    int8 rows [N, K] and int8 weights [O / 8, K, 8] (a depthwise layer's [KH, KW, 8] weights come with NHWC inputs)."""
+    shapes = [region.source.shape for region in block.reads if str(region.source.dtype) == "int8"]
+    rows = any(len(shape) == 2 for shape in shapes)
+    return rows and any(len(shape) == 3 and isinstance(shape[2], tirx.IntImm) and int(shape[2]) == MAC_CHANNELS
+                        for shape in shapes)
 
 
 def _loads_combined(value: tirx.PrimExpr) -> bool:
