@@ -259,6 +259,11 @@ class KernelSchedules:
     """Whether the int8 lowering gives a FULLY_CONNECTED kernel of one input row its weights stacked two channels to
     an int16 half (`tvm_ext.kernels.dense.stack_rows`) where the weights allow it, for a core whose helper
     multiplies an input pair by both channels' halves at once (the same bytes as TFLite's [O, K])."""
+    tiled_rows: bool = False
+    """Whether the int8 lowering gives a FULLY_CONNECTED kernel of several int8 input rows its weights in tiles of
+    eight channels, input after input (`tvm_ext.kernels.dense.tile_rows`: the same bytes as TFLite's [O, K]), for a
+    core whose tile MAC then reads each input's eight weights at constant offsets, with no channel stride
+    (`backends.riscv.schedules.mac.tiled_mac_replacement`)."""
     max_pool_runs: bool = False
     """Whether the int8 lowering writes int8 MAX_POOL_2D as runs over a pixel's channels
     (`tvm_ext.kernels.copy_runs.max_pool2d_runs`), for a core whose helpers take a run's maximum a word at a time."""

@@ -11,7 +11,7 @@ import tvm
 from tvm import relax
 
 from ...kernels import fully_connected_int8
-from ...kernels.dense import PAIRED_TILE, STACKED_TILE, WIDE_GROUP, stacks_rows, widens_rows
+from ...kernels.dense import PAIRED_TILE, STACKED_TILE, TILED_TILE, WIDE_GROUP, stacks_rows, widens_rows
 from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
 from .conv import one_pixel_shapes
 from .graph import Graph
@@ -40,12 +40,14 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     tiled = weight_values if padded_units is None else np.pad(
         weight_values, ((0, padded_units - weight_values.shape[0]), (0, 0)))
     widened = _widens(tiled, data.tensor, operands.core, ctx)
+    paired = ctx.paired_weights and _pairs(tiled, data.tensor)
     return MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
                      weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
                      ctx.rounding, channel_axis=0, folds_zero_point=True,
-                     paired_weights=ctx.paired_weights and _pairs(tiled, data.tensor),
+                     paired_weights=paired,
                      stacked_rows=ctx.stacked_rows and not widened and _stacks(tiled, data.tensor),
-                     widened_rows=widened, padded_units=padded_units)
+                     widened_rows=widened, padded_units=padded_units,
+                     tiled_rows=ctx.tiled_rows and not paired and _tiles(tiled, data.tensor))
 
 
 def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
@@ -76,6 +78,13 @@ def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
     whole tiles of PAIRED_TILE output channels."""
     return (_one_int8_row(data) and weight.dtype == np.int8 and weight.ndim == 2
             and weight.shape[0] % PAIRED_TILE == 0)
+
+
+def _tiles(weight: np.ndarray, data: relax.Expr) -> bool:
+    """Whether the kernel can take tiled rows (`tvm_ext.kernels.dense.tile_rows`): several rows of int8 data (a
+    pixel pair's tile MAC reads both rows' inputs), int8 weights, whole tiles of TILED_TILE output channels."""
+    return (str(data.ty.dtype) == "int8" and len(data.ty.shape) == 2 and getattr(data.ty.shape[0], "value", 1) > 1
+            and weight.dtype == np.int8 and weight.ndim == 2 and weight.shape[0] % TILED_TILE == 0)
 
 
 def _stacks(weight: np.ndarray, data: relax.Expr) -> bool:
