@@ -75,6 +75,10 @@ def test_qlinear_conv_matches_onnxruntime(tmp_path, case):
                  ONNX_TYPE[x_type], constants, 10)
     bundle = compile(path, "lowpower", tmp_path / "out")
     _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
+    # One group: over an NHWC copy of x (tvm_ext.transform.qlinear_channels_last), which a transpose kernel writes
+    # and the convolution reads; grouped: NCHW as it is.
+    kernels = [call.kernel for call in bundle.plan.calls]
+    assert [k for k in kernels if "qlinearconv" not in k and "transpose" in k] == ([] if group > 1 else kernels[:1])
 
 
 def test_qlinear_conv_accumulators_beyond_float32_precision_match_onnxruntime(tmp_path):
