@@ -9,7 +9,8 @@ compile time), each window row is one run of kW * C contiguous inputs and weight
 The output stays NCHW: the model's other operators see no change.
 
 Taken where the copy pays: the convolution does at least ``MIN_MACS_PER_INPUT`` MACs per input element (the copy
-costs a few instructions per element, the run saves more than one per MAC), its input has one image and several
+costs a few instructions per element, the run saves more than one per MAC) and enough MACs to pay the code it adds
+(``CODE_BYTES``), its input has one image and several
 channels, one group (a depthwise one's sums read one channel), constant weights, and the backend has no QLinearConv
 kernel of its own (``KernelSchedules.qlinear_conv``: Helium's reads NCHW rows as vectors).
 """
@@ -21,12 +22,22 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from backends.backend import KernelSchedules
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from tvm_ext.frontend.onnx_ops.qlinear_ops import QLINEAR_CONV, QLINEAR_CONV_CHANNELS_LAST
 
 MIN_MACS_PER_INPUT = 4
 """The fewest MACs per input element at which a QLinearConv takes the channels-last copy of its input: the copy
 costs about 3 instructions per element on cortex-m4f (a TRANSPOSE kernel's), the contiguous runs save about 1.5
 per MAC (tv_squeezenet11_40x52: 3.6 -> 2.1 instructions per MAC)."""
+
+SAVED_PER_MAC = 1.5
+"""Instructions per MAC the contiguous runs save (cortex-m4f, as above)."""
+
+CODE_BYTES = 220
+"""The code one convolution's channels-last form adds: its kernel's word-at-a-time runs (100 to 290 B more than
+the NCHW kernel's, pt_densenet_g5_26x34 on cortex-m4f, nm sizes) and its copy (about 70 B when not fused into the
+kernel before it). Paid at the backends' price of code (``backends.code_price.INSTRUCTIONS_PER_BYTE``): a
+convolution of fewer MACs (a squeeze-and-excitation block's 1x1 convolutions of one pixel) keeps NCHW."""
 
 _TO_NHWC = (0, 2, 3, 1)
 
@@ -81,7 +92,8 @@ class _ChannelsLast(relax.PyExprMutator):
         if weights.ndim != 4:
             return False
         macs = weights.size * out_shape[2] * out_shape[3]
-        return macs >= MIN_MACS_PER_INPUT * x_shape[1] * x_shape[2] * x_shape[3]
+        return macs >= MIN_MACS_PER_INPUT * x_shape[1] * x_shape[2] * x_shape[3] \
+            and macs * SAVED_PER_MAC >= CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
     def visit_call_(self, call: relax.Call) -> relax.Expr:
         call = super().visit_call_(call)
