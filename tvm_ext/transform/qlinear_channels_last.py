@@ -11,7 +11,7 @@ The output stays NCHW: the model's other operators see no change.
 Taken where the copy pays: the convolution does at least ``MIN_MACS_PER_INPUT`` MACs per input element (the copy
 costs a few instructions per element, the run saves more than one per MAC) and enough MACs to pay the code it adds
 (``CODE_BYTES``), its input has one image and several
-channels, one group (a depthwise one's sums read one channel), constant weights, and the backend has no QLinearConv
+channels (``WORD_CHANNELS``), one group (a depthwise one's sums read one channel), constant weights, and the backend has no QLinearConv
 kernel of its own (``KernelSchedules.qlinear_conv``: Helium's reads NCHW rows as vectors).
 """
 
@@ -38,6 +38,11 @@ CODE_BYTES = 220
 the NCHW kernel's, pt_densenet_g5_26x34 on cortex-m4f, nm sizes) and its copy (about 70 B when not fused into the
 kernel before it). Paid at the backends' price of code (``backends.code_price.INSTRUCTIONS_PER_BYTE``): a
 convolution of fewer MACs (a squeeze-and-excitation block's 1x1 convolutions of one pixel) keeps NCHW."""
+
+WORD_CHANNELS = 4
+"""A convolution of fewer input channels takes the channels-last form only where its output channels fill the
+backend's accumulator tiles (``KernelSchedules.output_channel_tile``): untiled, one tap's few channels are a loop
+of their own (pt_vit_20x28's 4x4 patches of 3 channels into 22: 8.0 -> 9.7 instructions per MAC on cortex-m4f)."""
 
 _TO_NHWC = (0, 2, 3, 1)
 
@@ -66,8 +71,12 @@ def _reads_qlinear_conv(func: tvm.ir.BaseFunc) -> bool:
 
 @relax.expr_functor.mutator
 class _ChannelsLast(relax.PyExprMutator):
-    def __init__(self, mod: tvm.IRModule) -> None:
+    """The rewrite of each QLinearConv marker that takes the channels-last form (``_takes``); ``channel_tile``: the
+    backend's accumulator tile of int8 output channels."""
+
+    def __init__(self, mod: tvm.IRModule, channel_tile: int) -> None:
         super().__init__(mod)
+        self.channel_tile = channel_tile
         self.copies: dict[relax.Expr, relax.Var] = {}  # an input -> its one NHWC copy (convs reading it share it)
 
     def visit_dataflow_block_(self, block: relax.DataflowBlock) -> relax.BindingBlock:
@@ -89,7 +98,7 @@ class _ChannelsLast(relax.PyExprMutator):
                 or x_shape[1] < 2 or int(getattr(group, "value", 0)) != 1:
             return False
         weights = weight.value.numpy()
-        if weights.ndim != 4:
+        if weights.ndim != 4 or (x_shape[1] < WORD_CHANNELS and weights.shape[0] % self.channel_tile):
             return False
         macs = weights.size * out_shape[2] * out_shape[3]
         return macs >= MIN_MACS_PER_INPUT * x_shape[1] * x_shape[2] * x_shape[3] \
@@ -120,7 +129,7 @@ class QLinearConvChannelsLast:
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         if self.schedules.qlinear_conv is not None or not any(_reads_qlinear_conv(f) for f in mod.functions.values()):
             return mod
-        mutator = _ChannelsLast(mod)
+        mutator = _ChannelsLast(mod, self.schedules.output_channel_tile)
         for gvar, func in mod.functions.items():
             if isinstance(func, relax.Function):
                 mutator.builder_.update_func(gvar, mutator.visit_expr(func))
