@@ -11,12 +11,16 @@ The output stays NCHW: the model's other operators see no change.
 Taken where the copy pays: the convolution does at least ``MIN_MACS_PER_INPUT`` MACs per input element (the copy
 costs a few instructions per element, the run saves more than one per MAC) and enough MACs to pay the code it adds
 (``CODE_BYTES``), its input has one image and several
-channels (``WORD_CHANNELS``), one group (a depthwise one's sums read one channel), constant weights, and the backend has no QLinearConv
-kernel of its own (``KernelSchedules.qlinear_conv``: Helium's reads NCHW rows as vectors).
+channels (``WORD_CHANNELS``), one group (a depthwise one's sums read one channel), int8 data and constant int8
+weights of zero point 0 (the form whose sums the MAC helpers take: uint8 data, or weights with a zero point, keep
+scalar sums in either layout), on a backend
+whose MAC helpers take a word of channels (``KernelSchedules.qlinear_channels_last``: the DSP cores without MVE;
+Helium's own QLinearConv kernel reads NCHW rows as vectors, a scalar core's loads gain little for more code).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
@@ -97,8 +101,10 @@ class _ChannelsLast(relax.PyExprMutator):
         if x_shape is None or out_shape is None or weight is None or len(x_shape) != 4 or x_shape[0] != 1 \
                 or x_shape[1] < 2 or int(getattr(group, "value", 0)) != 1:
             return False
-        weights = weight.value.numpy()
-        if weights.ndim != 4 or (x_shape[1] < WORD_CHANNELS and weights.shape[0] % self.channel_tile):
+        weights, weight_zero_point = weight.value.numpy(), self._constant(fields[5])
+        if weights.ndim != 4 or weights.dtype != np.int8 or str(fields[0].ty.dtype) != "int8" \
+                or weight_zero_point is None or np.any(weight_zero_point.value.numpy() != 0) \
+                or (x_shape[1] < WORD_CHANNELS and weights.shape[0] % self.channel_tile):
             return False
         macs = weights.size * out_shape[2] * out_shape[3]
         return macs >= MIN_MACS_PER_INPUT * x_shape[1] * x_shape[2] * x_shape[3] \
@@ -121,13 +127,13 @@ class _ChannelsLast(relax.PyExprMutator):
 @tvm.transform.module_pass(opt_level=0, name="QLinearConvChannelsLast")
 class QLinearConvChannelsLast:
     """Each QLinearConv marker of main that pays its input's channels-last copy as the channels-last marker over that
-    copy (see the module docstring); unchanged where ``schedules`` has a QLinearConv kernel of its own."""
+    copy (see the module docstring); unchanged where ``schedules`` does not ask for it."""
 
     def __init__(self, schedules: KernelSchedules) -> None:
         self.schedules = schedules
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        if self.schedules.qlinear_conv is not None or not any(_reads_qlinear_conv(f) for f in mod.functions.values()):
+        if not self.schedules.qlinear_channels_last or not any(_reads_qlinear_conv(f) for f in mod.functions.values()):
             return mod
         mutator = _ChannelsLast(mod, self.schedules.output_channel_tile)
         for gvar, func in mod.functions.items():
