@@ -363,6 +363,11 @@ class KernelSchedules:
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
     """Whether `qlinear_conv` takes a QLinearConv of these float32 multipliers (a numpy array, one per output channel),
     pointwise or not (1x1, stride 1, unpadded, one group) and of output rows this wide (pixels)."""
+    qlinear_channels_last: bool = False
+    """Whether the generic QLinearConv kernel reads an NHWC copy of its input where the copy pays
+    (`tvm_ext.transform.qlinear_channels_last`): on cores whose MAC helpers load four int8 channels a word (the DSP
+    cores without MVE); a scalar core's (rv32imc: tv_mnasnet_a020_56x40 -0.4 % instructions for 5.7 KB more code)
+    does not pay its code."""
     widened_depthwise_taps: int = 0
     """The most window taps of an int8 DEPTHWISE_CONV_2D (int8 data, depth multiplier 1, channels a multiple of 4)
     whose weights the int8 lowering widens to int16 (`tvm_ext.transform.int8.conv`), for a core whose depthwise
