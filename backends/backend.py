@@ -317,12 +317,13 @@ class KernelSchedules:
     `stacked_rows`, given the MACs of every such layer of the model (they share the helpers) and whether some stacked
     rows stay beside them: where the core's widened-rows MAC saves over the stacked one what its helpers' code
     costs; None: never."""
-    one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
+    one_row_padding_pays: Optional[Callable[[int, int, int, int], bool]] = None
     """Whether the int8 lowering pads the output channels of a MAC layer of one output row (a CONV_2D of one output
     pixel, a FULLY_CONNECTED of one int8 row, whatever its channels) to `dense_unit_tile` too, given each channel's MACs
-    (window taps times input channels, a row's inputs), its output channels and their padded count: where the
-    instructions the core's MAC helper saves over the scalar loop nest pay the padded kernel's larger code (the
-    loop runs once); None: such a layer is never padded."""
+    (window taps times input channels, a row's inputs), its output channels, their padded count and the calls of its
+    kernel per inference (the model's layers of its shape): where the instructions the core's MAC helper saves over
+    the scalar loop nest pay the padded kernel's larger code (the loop runs once a call); None: such a layer is never
+    padded."""
     int8_softmax: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
     `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it

@@ -146,10 +146,10 @@ class LoweringContext:
     """Whether an int8 CONV_2D of one pixel's 1x1 window runs as a FULLY_CONNECTED's stacked rows, given its row
     length, its channels (whole tiles) and those of every such convolution of the model
     (``backends.backend.KernelSchedules.one_pixel_rows_pay``; None: never)."""
-    one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
+    one_row_padding_pays: Optional[Callable[[int, int, int, int], bool]] = None
     """Whether an int8 CONV_2D of one output pixel, or a FULLY_CONNECTED of one int8 row (whatever its channels), pads
-    its output channels to ``dense_unit_tile`` too, given each channel's MACs, its channels and their padded count
-    (``backends.backend.KernelSchedules.one_row_padding_pays``; None: never)."""
+    its output channels to ``dense_unit_tile`` too, given each channel's MACs, its channels, their padded count and
+    its kernel's calls per inference (``backends.backend.KernelSchedules.one_row_padding_pays``; None: never)."""
     qlinear_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
     None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""
