@@ -259,6 +259,11 @@ class KernelSchedules:
     """Whether the int8 lowering gives a FULLY_CONNECTED kernel of one input row its weights stacked two channels to
     an int16 half (`tvm_ext.kernels.dense.stack_rows`) where the weights allow it, for a core whose helper
     multiplies an input pair by both channels' halves at once (the same bytes as TFLite's [O, K])."""
+    tiled_rows: bool = False
+    """Whether the int8 lowering gives a FULLY_CONNECTED kernel of several int8 input rows its weights in tiles of
+    eight channels, input after input (`tvm_ext.kernels.dense.tile_rows`: the same bytes as TFLite's [O, K]), for a
+    core whose tile MAC then reads each input's eight weights at constant offsets, with no channel stride
+    (`backends.riscv.schedules.mac.tiled_mac_replacement`)."""
     max_pool_runs: bool = False
     """Whether the int8 lowering writes int8 MAX_POOL_2D as runs over a pixel's channels
     (`tvm_ext.kernels.copy_runs.max_pool2d_runs`), for a core whose helpers take a run's maximum a word at a time."""
@@ -312,12 +317,13 @@ class KernelSchedules:
     `stacked_rows`, given the MACs of every such layer of the model (they share the helpers) and whether some stacked
     rows stay beside them: where the core's widened-rows MAC saves over the stacked one what its helpers' code
     costs; None: never."""
-    one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
+    one_row_padding_pays: Optional[Callable[[int, int, int, int], bool]] = None
     """Whether the int8 lowering pads the output channels of a MAC layer of one output row (a CONV_2D of one output
     pixel, a FULLY_CONNECTED of one int8 row, whatever its channels) to `dense_unit_tile` too, given each channel's MACs
-    (window taps times input channels, a row's inputs), its output channels and their padded count: where the
-    instructions the core's MAC helper saves over the scalar loop nest pay the padded kernel's larger code (the
-    loop runs once); None: such a layer is never padded."""
+    (window taps times input channels, a row's inputs), its output channels, their padded count and the calls of its
+    kernel per inference (the model's layers of its shape): where the instructions the core's MAC helper saves over
+    the scalar loop nest pay the padded kernel's larger code (the loop runs once a call); None: such a layer is never
+    padded."""
     int8_softmax: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
     `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it
@@ -358,6 +364,11 @@ class KernelSchedules:
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
     """Whether `qlinear_conv` takes a QLinearConv of these float32 multipliers (a numpy array, one per output channel),
     pointwise or not (1x1, stride 1, unpadded, one group) and of output rows this wide (pixels)."""
+    qlinear_channels_last: bool = False
+    """Whether the generic QLinearConv kernel reads an NHWC copy of its input where the copy pays
+    (`tvm_ext.transform.qlinear_channels_last`): on cores whose MAC helpers load four int8 channels a word (the DSP
+    cores without MVE); a scalar core's (rv32imc: tv_mnasnet_a020_56x40 -0.4 % instructions for 5.7 KB more code)
+    does not pay its code."""
     widened_depthwise_taps: int = 0
     """The most window taps of an int8 DEPTHWISE_CONV_2D (int8 data, depth multiplier 1, channels a multiple of 4)
     whose weights the int8 lowering widens to int16 (`tvm_ext.transform.int8.conv`), for a core whose depthwise
@@ -373,6 +384,10 @@ class KernelSchedules:
     whole tiles of four by zero rows (`tvm_ext.kernels.extern_mac.accumulate_rows`, `rows_padded`), for a core whose
     helper computes every tile in one call (Helium's rows MAC); False: a loop over tiles of four units, each tile's
     product its own block."""
+    gate_loop_bytes: int = 0
+    """The code of one LSTM gate's loop on this core (its products' calls and its units' requantizations and
+    activation, bytes), which each gate rolled into one loop with others of its form saves where that pays at the
+    price of code (`tvm_ext.kernels.lstm.rolls_gates`, `gate_groups`); 0: each gate keeps its own loop."""
     svdf_unit_rows: tuple[str, ...] = ()
     """The SVDF state types ("int8", "int16") whose time product and requantization the int8 lowering writes as one TE
     extern stage, unit after unit (`tvm_ext.kernels.svdf.svdf_output_rows`: each unit's rank filters' time weights in

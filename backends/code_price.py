@@ -16,11 +16,15 @@ INSTRUCTIONS_PER_BYTE = 100
 class KernelCode:
     """A core's estimate of a kernel's code from its TIR (`tvm_ext.transform.share_constant_variants.kernel_bytes`),
     bytes: `bytes_per_node` each expression node of its stored values and helper calls, `loop_bytes` a loop's
-    control, `function_bytes` its entry and return."""
+    control, `function_bytes` its entry and return; `constants_at_entry`, below."""
 
     bytes_per_node: int
     loop_bytes: int = 8
     function_bytes: int = 4
+    constants_at_entry: bool = False
+    """Whether a kernel shared across its constants (`tvm_ext.transform.share_constant_variants`) loads each once at
+    its entry into a local value, for a core whose registers hold them across the kernel's loops; else each is
+    loaded where used (an int8 store may alias them: reloaded at every element)."""
 
 
 THUMB2_KERNEL_CODE = KernelCode(bytes_per_node=2)

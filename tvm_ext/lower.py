@@ -54,6 +54,7 @@ from tvm_ext.transform import (
 from tvm_ext.transform.layout_per_subgraph import LayoutChoice, LayoutError, choose_layouts
 from tvm_ext.patch_geometry import PatchCut
 from tvm_ext.transform.patch_prefix import RunPrefixInPatches
+from tvm_ext.transform.qlinear_channels_last import QLinearConvChannelsLast
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 
@@ -75,6 +76,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
     return tvm.transform.Sequential(
         [
             *_before_patches(profile, layout, model_name),
+            # A quantized ONNX model's QLinearConvs over NHWC copies of their inputs, where the copies pay.
+            keeping_layers(QLinearConvChannelsLast(schedules)),
             # Before the int8 pass: each patch keeps its layers' QDQ patterns, so it gets the whole layer's kernel.
             *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver,
                                                             profile.int8_rounding)]),

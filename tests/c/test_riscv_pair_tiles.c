@@ -16,8 +16,14 @@
  * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier, INT32_MIN among them,
  * and at odd channels int32 biases over all of int32, the sums wrapping), drawn multipliers and zero points (the
  * constants drawn as test_pair_tiles.c's: draw_pair_constants); nothing written between or past the pixels'
- * channels. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc, under
- * QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
+ * channels. And the MAC over tiled rows and its fused pixel-pair tiles (mac_s8x8_tiled.h.in: tiled_rows_cases):
+ * lp_pair_tiles_tiled_s8x8 and _b16 (whole tiles), lp_pair_tiles_tiled_part_s8x8 and _b16 (a last tile storing 1..7
+ * channels), each with its MAC loop unrolled and not, against the same plain sums and scalar helpers, the weights
+ * laid out as tvm_ext.kernels.dense.tile_rows lays them out (tile t's input j's eight weights the bytes
+ * 8 (t * row_len + j) .. + 7), and lp_mac_s8x8_tiled and lp_mac_s8x2x8_tiled against the plain sums added to their
+ * accumulators, for the one-row windows, 1 to 3 tiles. Built by tests/backends/riscv/test_riscv_helpers_c.py on the
+ * host and, for rv32imc and rv32imafc, under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first
+ * failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -35,6 +41,102 @@ _Static_assert(MAX_CHANNELS <= PAIR_CHANNELS_MAX, "draw_pair_constants draws at 
 
 static int8_t w[MAX_CHANNELS][WINDOW_MAX];
 static int32_t words[MAX_TILES * TILE_WORDS];
+#define ROW_MAX WINDOW_ROW_LEN_MAX /* the tiled rows' cases: each channel's row, ROW_MAX apart in tw8 */
+static int8_t tw8[MAX_CHANNELS][ROW_MAX];
+static int8_t tiled[MAX_CHANNELS * WINDOW_ROW_LEN_MAX];
+
+/* The tiled rows' cases (mac_s8x8_tiled.h.in; this file's header comment): their count added to *cases, their
+   failures to *failures. */
+static void tiled_rows_cases(int32_t *cases_out, int32_t *failures_out)
+{
+    static int8_t x[BUFFER];
+    pair_constants k;
+    uint32_t state = 23;
+    int32_t cases = 0, failures = *failures_out;
+    for (int32_t i = 0; i < WINDOW_CASES; ++i) {
+        window_case wc = window_case_of(i);
+        if (wc.rows != 1) {
+            continue; /* tiled rows: a FULLY_CONNECTED's one row */
+        }
+        const int32_t n = wc.row_len;
+        const int8_t *xo = x + wc.x_offset;
+        fill_s8(x, BUFFER, &state, wc.all_min);
+        for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
+            fill_s8(tw8[c], n, &state, wc.all_min);
+            for (int32_t j = 0; j < n; ++j) {
+                tiled[8 * ((c / 8) * n + j) + c % 8] = tw8[c][j];
+            }
+        }
+        /* the MACs: one pixel and two, their sums added to the accumulators' values */
+        int32_t acc[16], want[16];
+        for (int32_t c = 0; c < 16; ++c) {
+            acc[c] = want[c] = (int32_t)(next_value(&state) % 2001u) - 1000;
+        }
+        for (int32_t p = 0; p < 2; ++p) {
+            for (int32_t c = 0; c < 8; ++c) {
+                for (int32_t j = 0; j < n; ++j) {
+                    want[8 * p + c] += xo[p * wc.x_pixel_stride + j] * tw8[c][j];
+                }
+            }
+        }
+        int32_t one[8];
+        for (int32_t c = 0; c < 8; ++c) {
+            one[c] = acc[c];
+        }
+        const int wrong_macs = lp_mac_s8x8_tiled(one, xo, tiled, n) != 0
+            || lp_mac_s8x2x8_tiled(acc, acc + 8, xo, tiled, n, wc.x_pixel_stride) != 0;
+        int wrong = wrong_macs;
+        for (int32_t c = 0; c < 16; ++c) {
+            wrong |= acc[c] != want[c] || (c < 8 && one[c] != want[c]);
+        }
+        cases += 1;
+        failures += wrong;
+        if (wrong && failures <= 5) {
+            printf("wrong MAC case %ld: row_len %ld\n", (long)i, (long)n);
+        }
+        for (int32_t variant = 0; variant < 4 * MAX_TILES; ++variant) {
+            const int32_t tiles = 1 + variant / 4, unrolled = variant % 2;
+            const int part = variant % 4 >= 2, narrow = (i + variant) % 3 == 0;
+            const int32_t channels = part ? 8 * tiles - 1 - (int32_t)(next_value(&state) % 7u) : 8 * tiles;
+            draw_pair_constants(&k, MAX_CHANNELS, 0, 1, cases, &state);
+            const int32_t out_pixel_stride = channels + PAIR_GUARD;
+            int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
+            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
+                out[j] = PAIR_UNTOUCHED;
+            }
+            const pair_guarded g = pair_guard(out, out_pixel_stride, 2, channels, xo, &wc, NULL, 0, tiled,
+                                              8 * tiles * n, &k, narrow);
+            const int8_t *tw = (const int8_t *)g.w;
+            int32_t returned;
+            if (part) {
+                returned = narrow
+                    ? lp_pair_tiles_tiled_part_s8x8_b16(g.out, g.x, tw, g.bias16, g.multiplier, g.shift,
+                                                        k.zero_point, n, wc.x_pixel_stride, out_pixel_stride,
+                                                        unrolled, tiles, channels)
+                    : lp_pair_tiles_tiled_part_s8x8(g.out, g.x, tw, g.bias, g.multiplier, g.shift, k.zero_point, n,
+                                                    wc.x_pixel_stride, out_pixel_stride, unrolled, tiles, channels);
+            } else {
+                returned = narrow
+                    ? lp_pair_tiles_tiled_s8x8_b16(g.out, g.x, tw, g.bias16, g.multiplier, g.shift, k.zero_point, n,
+                                                   wc.x_pixel_stride, out_pixel_stride, unrolled, tiles, channels)
+                    : lp_pair_tiles_tiled_s8x8(g.out, g.x, tw, g.bias, g.multiplier, g.shift, k.zero_point, n,
+                                               wc.x_pixel_stride, out_pixel_stride, unrolled, tiles, channels);
+            }
+            pair_unguard(&g, out, NULL);
+            const pair_epilogue epilogue = {&k, narrow, lp_requantize_double_small};
+            const int wrong_pair = returned != 0
+                || pair_outputs_wrong(out, MAX_CHANNELS, 2, channels, xo, &tw8[0][0], ROW_MAX, &wc, &epilogue);
+            cases += 1;
+            failures += wrong_pair;
+            if (wrong_pair && failures <= 5) {
+                printf("wrong case %ld: row_len %ld, tiles %ld, channels %ld, narrow %d, unrolled %ld\n", (long)i,
+                       (long)n, (long)tiles, (long)channels, narrow, (long)unrolled);
+            }
+        }
+    }
+    *cases_out += cases;
+    *failures_out = failures;
+}
 
 int main(void)
 {
@@ -179,5 +281,6 @@ int main(void)
             }
         }
     }
+    tiled_rows_cases(&cases, &failures);
     return cases_verdict(cases, failures);
 }

@@ -35,6 +35,25 @@ def paired_weight(weight: te.Tensor, o, *k) -> tirx.PrimExpr:
     return tirx.Select(o % 2 == 0, low, (word - low) >> 16)
 
 
+TILED_TILE = 8
+"""Output channels per tile of tiled rows (`tile_rows`): one byte each per input."""
+
+
+def tile_rows(weight: np.ndarray) -> np.ndarray:
+    """TFLite's int8 weight [O, K] (O a multiple of TILED_TILE) as int8 [O / 8, K, 8]: tile t's weights at input k
+    the eight bytes [t, k, :] of channels 8t .. 8t + 7, so that a tile's MAC reads each input's eight weights at
+    constant offsets from one pointer stepping 8 bytes (`backends/riscv/helpers/templates/mac_s8x8_tiled.h.in`;
+    TFLite's rows need seven channel strides of the row's length, in registers where a helper is shared). The same
+    bytes as the int8 weights."""
+    units, depth = weight.shape
+    return np.ascontiguousarray(weight.reshape(units // TILED_TILE, TILED_TILE, depth).transpose(0, 2, 1))
+
+
+def tiled_weight(weight: te.Tensor, o, k) -> tirx.PrimExpr:
+    """The int8 weight of output channel ``o`` at input ``k`` as int32, from `tile_rows`' bytes ``weight``."""
+    return weight[o // TILED_TILE, k, o % TILED_TILE].astype("int32")
+
+
 STACKED_TILE = 4
 """Output channels per tile of stacked weights (`stack_rows`): two pairs of channels, 16 bytes per four inputs."""
 
@@ -101,12 +120,12 @@ def fully_connected_int8(
     data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
     output: OutputStage, multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
     zero_point_in_bias: bool = False, paired_weights: bool = False, stacked_rows: bool = False,
-    widened_rows: bool = False, units: Optional[int] = None,
+    widened_rows: bool = False, tiled_rows: bool = False, units: Optional[int] = None,
 ) -> te.Tensor:
     """data (N, K) int8, weight (O, K) int8 as TFLite stores it, bias int32[O] -> (N, O) int8; int16 data
     with int64 bias -> int16 (16x8). With ``paired_weights`` (int8 data) the weight is `pair_weights`' int32
     words [O / 8, K, 4] of those values instead; with ``stacked_rows`` `stack_rows`' bytes [O / 4, K / 4, 16]; with
-    ``widened_rows`` `widen_rows`' int16 [O / 4, K / 4, 16].
+    ``widened_rows`` `widen_rows`' int16 [O / 4, K / 4, 16]; with ``tiled_rows`` `tile_rows`' int8 [O / 8, K, 8].
 
     With ``zero_point_in_bias`` the bias already holds ``- input_zero_point * sum_k weight[o, k]``
     (``fold_zero_point_into_bias``) and the kernel multiplies the raw int8 values.
@@ -119,7 +138,7 @@ def fully_connected_int8(
     window reads its whole 1x1 input (a classifier head over a pooled image) is this layer over that pixel."""
     output = output.per_channel(multiplier, shift)
     *lead, depth = (int(d) for d in data.shape)
-    rows = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else
+    rows = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else TILED_TILE if tiled_rows else
                                    STACKED_TILE if stacked_rows or widened_rows else 1)
     units = rows if units is None else units
     accumulator = accumulator_dtype(data, output)
@@ -130,6 +149,8 @@ def fully_connected_int8(
             return paired_weight(weight, o, k)
         if widened_rows:
             return widened_weight(weight, o, k)
+        if tiled_rows:
+            return tiled_weight(weight, o, k)
         return stacked_weight(weight, o, k) if stacked_rows else weight[o, k].astype(accumulator)
 
     def factor(row, k):

@@ -22,8 +22,9 @@ The kernel rewrites its hidden and cell state operands in place: they are the bu
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 from tvm import te, tirx
@@ -31,8 +32,9 @@ from tvm.ir.expr import Expr as PrimExpr
 
 from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products,
                          accumulate_rows, interleave_weights, over_tiles, padded_to_tiles)
-from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
-                          saturate_int16)
+from .fixed_point import (Rounding, clamp_to_int8, fits_small_input, largest_centered,
+                          multiply_by_constant_quantized_multiplier, multiply_by_quantized_multiplier, saturate_int16,
+                          shifts_right_only)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
 from .zero_point_fold import fold_zero_point_into_bias
 
@@ -269,6 +271,56 @@ def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding, large
                                                      largest)
 
 
+def _gate_mbqm(x: PrimExpr, params: LstmParams, members: tuple[int, ...], index: Union[int, tirx.Var], product: str,
+               largest: tuple[int, ...], offsets: tirx.Buffer) -> PrimExpr:
+    """Gate ``index``'s requantization ``product`` ("input_fc" or "recurrent_fc") of its sum ``x`` (|x| <= the
+    gate's ``largest``, GATES order): its own constants for a gate alone; in a loop over the gates ``members`` (one
+    form: ``gate_groups``, so one shift and one helper), the multiplier its row of ``offsets`` ends in
+    (``with_gate_multipliers``), read at run time: one register for the loop, where constants selected by the gate
+    would be branches in every unit's step."""
+    requantizations = [getattr(params.gates[member], product) for member in members]
+    if len(members) == 1:
+        return _mbqm(x, requantizations[0], params.rounding, largest[members[0]])
+    bound = max(largest[member] for member in members)
+    return multiply_by_quantized_multiplier(
+        x, offsets[index, int(offsets.shape[1]) - 1], requantizations[0].shift, params.rounding,
+        shifts_right_only([r.multiplier for r in requantizations], [r.shift for r in requantizations]),
+        fits_small_input(-bound, bound))
+
+
+def with_gate_multipliers(offsets: np.ndarray, params: LstmParams, product: str) -> np.ndarray:
+    """A kernel's offsets of ``product`` ("input_fc" or "recurrent_fc"), int32 (4, U'), each gate's row followed by
+    the multiplier of its requantization: (4, U' + 1), what a kernel whose gates of one form run in one loop reads
+    (``_gate_mbqm``)."""
+    multipliers = np.array([getattr(gate, product).multiplier for gate in params.gates], np.int32)
+    return np.concatenate([offsets.astype(np.int32), multipliers.reshape(-1, 1)], axis=1)
+
+
+def _gate_form(params: LstmParams, products: "GateProducts", index: int) -> tuple:
+    """What gate ``index``'s loop computes besides its multipliers: its activation, its products' shifts and
+    weights' zero points, and which requantization helper each product's bound and constants take."""
+    gate = params.gates[index]
+    return (GATES[index] == "cell", gate.input_fc.shift, gate.recurrent_fc.shift, gate.input_weights_zero_point,
+            gate.recurrent_weights_zero_point,
+            *(shifts_right_only(r.multiplier, r.shift) for r in (gate.input_fc, gate.recurrent_fc)),
+            *(fits_small_input(-bound[index], bound[index])
+              for bound in (products.input_largest, products.recurrent_largest)))
+
+
+def gate_groups(params: LstmParams, products: "GateProducts") -> tuple[tuple[int, ...], ...]:
+    """The kernel's gate loops in the order it runs them, each as the gates it computes (indices in GATES order):
+    with ``products.rolled`` the gates of one form (``_gate_form``: TFLM's input, forget and output gates, sigmoids,
+    usually share one) in one loop over them, their multipliers selected by the gate (one copy of the loop's code,
+    not one per gate); else each gate alone, in GATES order. Each gate's loop is independent of the others' (its
+    own accumulators' pass, its own row of gates): the order does not change a value."""
+    if not products.rolled:
+        return tuple((index,) for index in range(len(params.gates)))
+    forms: dict[tuple, list[int]] = {}
+    for index in range(len(params.gates)):
+        forms.setdefault(_gate_form(params, products, index), []).append(index)
+    return tuple(tuple(members) for members in forms.values())
+
+
 GATE_TILE = INTERLEAVED_TILE
 """Units whose gate products one pass over the input (or the hidden state) accumulates: the interleaved layout's
 tile (one source of truth: ``extern_mac.INTERLEAVED_TILE``, the dual MAC's four channels); a remainder is one
@@ -296,6 +348,7 @@ class GateProducts:
     recurrent_largest: tuple[int, ...]
     interleaved: bool = False
     rows: bool = False
+    rolled: bool = False  # whole gates of one form in one loop (``gate_groups``)
 
     @property
     def whole_gates(self) -> bool:
@@ -372,16 +425,17 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
     """data int8 (T, B, I) time-major or (B, T, I), hidden int8 (B, U), cell int16 (B, U), input_weights int8
     (4, U, I), recurrent_weights int8 (4, U, U) (each ``interleave_gate_weights``' layout where ``products``
     says so, then int8 or int16: the products read either; (4, U', I) and (4, U', U), ``rows_padded``, where its
-    ``rows`` does), input_offsets and recurrent_offsets int32 (4, U)
-    (``gate_products``), table uint16 (513,) (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U
-    for I. Rewrites ``hidden`` and ``cell`` in place (the state after the last step).
+    ``rows`` does), input_offsets and recurrent_offsets int32 (4, U) (``gate_products``; each row followed by its
+    gate's multiplier where ``products.rolled``: ``with_gate_multipliers``), table uint16 (513,)
+    (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U for I. Rewrites ``hidden`` and ``cell`` in place (the state after the last step).
 
     A TE extern stage of serial loops: per batch row and step, per gate and tile of GATE_TILE units, the
     input and the recurrent product into GATE_TILE int32 accumulators each, from their offsets (each product
     a reduction block of ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores; with interleaved weights
     one block over every tile of the gate into U accumulators each, one helper call on DSP cores; with rows one
     block over every row of the gate likewise, one helper call on Helium cores), then per unit both
-    requantized into Q3.12, added and activated; then per unit the cell and hidden state update."""
+    requantized into Q3.12, added and activated (the gates of one form in one loop over them where
+    ``products.rolled``: ``gate_groups``); then per unit the cell and hidden state update."""
     first, second = int(data.shape[0]), int(data.shape[1])
     steps, batch = (first, second) if params.time_major else (second, first)
     depth = int(data.shape[2])
@@ -405,34 +459,39 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         x_padded = ZeroPaddedRow(x, row, depth, "lstm_input_padded") if products.interleaved else None
         h_padded = ZeroPaddedRow(h, [b], units, "lstm_hidden_padded") if products.interleaved else None
 
-        def tile(index: int, gate_params: GateParams, first_unit: PrimExpr, count: int) -> tirx.Stmt:
-            """Gate ``index`` of units first_unit .. first_unit + count - 1 (all of them where whole gates)."""
+        def tile(members: tuple[int, ...], index: Union[int, tirx.Var], first_unit: PrimExpr,
+                 count: int) -> tirx.Stmt:
+            """Gate ``index`` (one of ``members``, gates of one form: ``gate_groups``) of units first_unit ..
+            first_unit + count - 1 (all of them where whole gates)."""
             c_in, c_rec, c_out = (tirx.Var(name, "int32") for name in ("c_in", "c_rec", "c_out"))
+            gate_params = params.gates[members[0]]
+            row_index = tirx.const(index, "int32") if isinstance(index, int) else index
 
             def weight_row(unit: PrimExpr) -> list[PrimExpr]:
-                return [tirx.const(index, "int32"), first_unit + unit]
+                return [row_index, first_unit + unit]
 
             def start(var: tirx.Var, accumulators: tirx.Buffer, offsets: tirx.Buffer) -> tirx.Stmt:
                 return tirx.For(var, 0, count, tirx.ForKind.SERIAL,
                                 tirx.BufferStore(accumulators, offsets[index, first_unit + var], [var]))
 
             gate_input = saturate_int16(
-                saturate_int16(_mbqm(acc_in[c_out], gate_params.input_fc, rounding, products.input_largest[index]))
-                + saturate_int16(_mbqm(acc_rec[c_out], gate_params.recurrent_fc, rounding,
-                                       products.recurrent_largest[index])))
-            if GATES[index] == "cell":
+                saturate_int16(_gate_mbqm(acc_in[c_out], params, members, index, "input_fc", products.input_largest,
+                                          in_offsets))
+                + saturate_int16(_gate_mbqm(acc_rec[c_out], params, members, index, "recurrent_fc",
+                                            products.recurrent_largest, rec_offsets)))
+            if GATES[members[0]] == "cell":
                 stmts, value = _tanh16(temps, lut, temps[3], INT16_LARGEST, GATE_INPUT_TANH)
             else:
                 stmts, value = _sigmoid16(temps, lut, temps[3], INT16_LARGEST)
             if products.interleaved:  # every tile of the gate (count: all its units) from its offsets
-                gate_row = [tirx.const(index, "int32")]
+                gate_row = [row_index]
                 starts = []
                 input_product = accumulate_interleaved(acc_in, in_offsets, gate_row, *x_padded.operand, w_in,
                                                        gate_row, "lstm_input_product")
                 recurrent_product = accumulate_interleaved(acc_rec, rec_offsets, gate_row, *h_padded.operand, w_rec,
                                                            gate_row, "lstm_recurrent_product")
             elif products.rows:  # every row of the gate (count: all its units) from its offsets
-                gate_row = [tirx.const(index, "int32")]
+                gate_row = [row_index]
                 starts = []
                 input_product = accumulate_rows(acc_in, in_offsets, gate_row, x, row, w_in, gate_row,
                                                 "lstm_input_product")
@@ -457,10 +516,18 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
                 ])),
             ])
 
-        def gate(index: int, gate_params: GateParams) -> list[tirx.Stmt]:
+        def gate(members: tuple[int, ...]) -> list[tirx.Stmt]:
+            if len(members) > 1:  # whole gates of one form, one loop over them (gate_groups)
+                index = tirx.Var("g", "int32")
+                body = tile(members, index, tirx.const(0, "int32"), units)
+                skipped = [other for other in range(members[0], members[-1]) if other not in members]
+                if skipped:
+                    body = tirx.IfThenElse(functools.reduce(tirx.And, [tirx.NE(index, other) for other in skipped]),
+                                           body, None)
+                return [tirx.For(index, members[0], members[-1] + 1 - members[0], tirx.ForKind.SERIAL, body)]
             if products.whole_gates:
-                return [tile(index, gate_params, tirx.const(0, "int32"), units)]
-            return over_tiles(units, GATE_TILE, lambda first, count: tile(index, gate_params, first, count), "v")
+                return [tile(members, members[0], tirx.const(0, "int32"), units)]
+            return over_tiles(units, GATE_TILE, lambda first, count: tile(members, members[0], first, count), "v")
 
         u = tirx.Var("u", "int32")
 
@@ -490,8 +557,8 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         ]))
         padded = [copy for copy in (x_padded, h_padded) if copy is not None and copy.buffer is not None]
         step = tirx.SeqStmt([*(copy.fill() for copy in padded)]
-                            + [loop for index, gate_params in enumerate(params.gates)
-                               for loop in gate(index, gate_params)] + [update])
+                            + [loop for members in gate_groups(params, products) for loop in gate(members)]
+                            + [update])
         loops = tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.For(t, 0, steps, tirx.ForKind.SERIAL, step))
         return tirx.SeqStmt([tirx.AllocBuffer(gates), tirx.AllocBuffer(acc_in), tirx.AllocBuffer(acc_rec),
                              tirx.AllocBuffer(temps.buffer), *(tirx.AllocBuffer(copy.buffer) for copy in padded),

@@ -141,7 +141,7 @@ def qlinear_conv2d(
     strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int], group: int,
     bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
     w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, integer_requantization: bool = False,
-    zero_point_in_bias: bool = False, dtype: Optional[str] = None,
+    zero_point_in_bias: bool = False, dtype: Optional[str] = None, channels_last: bool = False,
 ) -> te.Tensor:
     """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
     y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
@@ -156,9 +156,19 @@ def qlinear_conv2d(
     core's MAC helpers take them (the DSP's dual_mac, RV32's mac_s8x4, at the NCHW channel stride). A depthwise
     one's (one input channel per group) stay in NCHW order: its tiles would share no load and only copy the loop
     body per border region (tv_shufflenet_s16_80_int8: cortex-m4f 228 K instructions fewer for 6.4 KB more code,
-    rv32imc 215 K for 11 KB, over the price of code, backends.code_price)."""
-    n, channels, height, width = (int(d) for d in x.shape)
-    out_channels, group_channels, kernel_h, kernel_w = (int(d) for d in w.shape)
+    rv32imc 215 K for 11 KB, over the price of code, backends.code_price).
+
+    With ``channels_last`` (one group only) x is NHWC [N, H, W, C] and w OHWI [M, kH, kW, C], and the sums run over
+    a window row's taps then channels, innermost: each window row is one contiguous run of kW * C inputs and
+    weights (``tvm_ext.transform.qlinear_channels_last``), which the MAC helpers take a word at a time."""
+    if channels_last:
+        n, height, width, channels = (int(d) for d in x.shape)
+        out_channels, kernel_h, kernel_w, group_channels = (int(d) for d in w.shape)
+        if group != 1:
+            raise ValueError("a channels-last QLinearConv has one group")
+    else:
+        n, channels, height, width = (int(d) for d in x.shape)
+        out_channels, group_channels, kernel_h, kernel_w = (int(d) for d in w.shape)
     out_h = (height + pads[0] + pads[2] - (kernel_h - 1) * dilations[0] - 1) // strides[0] + 1
     out_w = (width + pads[1] + pads[3] - (kernel_w - 1) * dilations[1] - 1) // strides[1] + 1
     outputs_per_group = out_channels // group
@@ -169,17 +179,18 @@ def qlinear_conv2d(
 
     def centered_x(b, channel, iy, ix):
         inside = tirx.all(iy >= 0, iy < height, ix >= 0, ix < width)
+        value = (x[b, iy, ix, channel] if channels_last else x[b, channel, iy, ix]).astype("int32")
         if zero_point_in_bias:
-            return tirx.if_then_else(inside, x[b, channel, iy, ix].astype("int32"), x_zp)
-        return tirx.if_then_else(inside, x[b, channel, iy, ix].astype("int32") - x_zp, tirx.const(0, "int32"))
+            return tirx.if_then_else(inside, value, x_zp)
+        return tirx.if_then_else(inside, value - x_zp, tirx.const(0, "int32"))
 
     def accumulate(b, oy, ox, o):
         tap = centered_x(b, (o // outputs_per_group) * group_channels + rc,
                          oy * strides[0] - pads[0] + ry * dilations[0], ox * strides[1] - pads[1] + rx * dilations[1])
-        weight = w[o, rc, ry, rx].astype("int32")
+        weight = (w[o, ry, rx, rc] if channels_last else w[o, rc, ry, rx]).astype("int32")
         if not zero_point_in_bias:
             weight = weight - _per_channel(w_zero_point, o).astype("int32")
-        return te.sum(tap * weight, axis=[rc, ry, rx])
+        return te.sum(tap * weight, axis=[ry, rx, rc] if channels_last else [rc, ry, rx])
 
     if group_channels > 1:  # channels innermost: [N, H, W, M]
         accumulator = te.compute((n, out_h, out_w, out_channels), accumulate, name="accumulator")

@@ -183,7 +183,7 @@ class _MainRewriter:
         macs = graph_macs(func) if options.schedules is not None and options.schedules.helper_min_macs else None
         self.plain = macs is not None and macs < options.schedules.helper_min_macs
         if self.plain:
-            choices["paired_weights"] = False
+            choices["paired_weights"] = choices["tiled_rows"] = False
         if options.flash_bytes is not None:
             constants = constant_bytes(func)
             if choices.get("paired_weights"):

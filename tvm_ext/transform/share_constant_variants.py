@@ -272,9 +272,12 @@ def kernel_bytes(func: tirx.PrimFunc, code: KernelCode = THUMB2_KERNEL_CODE) -> 
 
 def constant_loads(shared: tirx.PrimFunc) -> int:
     """The loads of `shared`'s constants one call runs: each store's or helper call's (`_valued`) loads of the
-    CONSTANTS_ROLE buffer times the iterations of the loops around it (constant extents; a loop of another extent
-    counted once)."""
+    CONSTANTS_ROLE buffer, and each local value loaded from it (`_loaded_once`), times the iterations of the loops
+    around it (constant extents; a loop of another extent counted once)."""
     def count(stmt, iterations: int) -> int:
+        if isinstance(stmt, tirx.Bind) and isinstance(stmt.value, tvm.ir.TensorLoad) \
+                and stmt.value.source.name == CONSTANTS_ROLE:
+            return iterations
         if _valued(stmt):
             return iterations * sum(1 for node in walk(stmt.value)
                                     if isinstance(node, tvm.ir.TensorLoad) and node.source.name == CONSTANTS_ROLE)
@@ -365,10 +368,11 @@ def in_first_read_order(func: tirx.PrimFunc, num_inputs: int) -> tuple[tirx.Prim
     return reordered, order
 
 
-def shared_kernel(func: tirx.PrimFunc, group: Group, roles: Sequence[str]) -> tirx.PrimFunc:
+def shared_kernel(func: tirx.PrimFunc, group: Group, roles: Sequence[str], at_entry: bool = False) -> tirx.PrimFunc:
     """`func` (a member of `group`) with its immediates at the group's positions read from a new input buffer
     CONSTANTS_ROLE (int32, one element a slot, after its inputs, whose roles (OPERAND_ROLES_ATTR) are `roles`):
-    the C parameter `constants` (tvm_ext.codegen.codegen_c names it by its role)."""
+    the C parameter `constants` (tvm_ext.codegen.codegen_c names it by its role); with `at_entry`, each loaded once
+    at the kernel's entry (`_loaded_once`; not a group of index offsets)."""
     buffer = tirx.decl_buffer((group.slots,), "int32", name=CONSTANTS_ROLE)
 
     def replace(k: int, imm: tirx.IntImm) -> tirx.Expr:
@@ -376,10 +380,41 @@ def shared_kernel(func: tirx.PrimFunc, group: Group, roles: Sequence[str]) -> ti
         return imm if slot is None else tirx.BufferLoad(buffer, [tirx.IntImm("int64", slot)])
 
     body = _map_stores(_with_immediates(func, replace, group.offsets).body, _without_zero_offsets)
+    if at_entry and not group.offsets:
+        body = _loaded_once(body, buffer)
     num_inputs = len(roles)
     params = [*func.params[:num_inputs], buffer, *func.params[num_inputs:]]
     shared = tirx.PrimFunc(params, body, func.ret_type, func.attrs)
     return shared.with_attr(OPERAND_ROLES_ATTR, [*roles, CONSTANTS_ROLE])
+
+
+def _loaded_once(body: tirx.Stmt, buffer: tirx.Buffer) -> tirx.Stmt:
+    """`body` with each slot of the constants ``buffer`` its stored values and helper calls read loaded once, into a
+    local value at the kernel's entry (inside its root block): an int8 store may alias the constants (C's character
+    types alias anything), so gcc reloaded each one at every element where the shared kernel's loops read it. Not
+    for index offsets (`Group.offsets`: index_checks bounds an index by the constants' loads)."""
+    values: dict[int, tirx.Var] = {}
+
+    def local(node) -> Optional[tirx.Expr]:
+        if isinstance(node, tvm.ir.TensorLoad) and node.source.same_as(buffer):
+            slot = int(node.indices[0])
+            return values.setdefault(slot, tirx.Var(f"{CONSTANTS_ROLE}_{slot}", "int32"))
+        return None
+
+    mapped = _map_stores(body, lambda value: map_nodes(value, local))
+
+    def bound(stmt: tirx.Stmt) -> tirx.Stmt:
+        if not values:
+            return stmt
+        return tirx.SeqStmt([*(tirx.Bind(values[slot], tirx.BufferLoad(buffer, [tirx.IntImm("int64", slot)]))
+                               for slot in sorted(values)), stmt])
+
+    if isinstance(mapped, s_tir.SBlockRealize) and not mapped.block.iter_vars:
+        block = mapped.block
+        return s_tir.SBlockRealize(mapped.iter_values, mapped.predicate, s_tir.SBlock(
+            block.iter_vars, block.reads, block.writes, block.name_hint, bound(block.body), block.init,
+            block.alloc_buffers, block.match_buffers, block.annotations))
+    return bound(mapped)
 
 
 def input_roles(func: tirx.PrimFunc, operands: Sequence[relax.Expr]) -> list[str]:
@@ -424,7 +459,7 @@ def _paying_groups(mod: tvm.IRModule, code: KernelCode) \
             if len({len(orders[n]) for n in group.names}) != 1:
                 continue
             kernel = shared_kernel(funcs[first], group, input_roles(
-                funcs[first], [operands_of[first][k] for k in orders[first]]))
+                funcs[first], [operands_of[first][k] for k in orders[first]]), code.constants_at_entry)
             if group.pays(kernel_bytes(funcs[first], code), constant_loads(kernel), sum(calls[n] for n in group.names)):
                 shared.append((group, kernel))
     return shared, orders

@@ -44,7 +44,8 @@ from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c, helium_batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import copy_helper_c, helium_max_s8_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_PAIR_TEMPLATE, DEPTHWISE_PIXEL_TEMPLATE,
-                                                      DEPTHWISE_ROWS_TEMPLATE, DEPTHWISE_TILES_TEMPLATE)
+                                                      DEPTHWISE_ROWS_ANY_TEMPLATE, DEPTHWISE_ROWS_TEMPLATE,
+                                                      DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE,
                                                   STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE, dsp_template_c,
@@ -186,6 +187,19 @@ DEPTHWISE_ROWS_HELPERS = HelperLibrary("cortex_m_depthwise_rows", depthwise_rows
 """A 3x3 depthwise layer as channel rows on DSP cores (`backends.cortex_m.schedules.depthwise_rows`): a library of
 its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose requantization it
 calls."""
+
+
+def depthwise_rows_any_helpers_c(prefix: str) -> str:
+    """The channel rows of any other window's C definition for the bundle `prefix` (`depthwise_mac_c`'s
+    DEPTHWISE_ROWS_ANY_TEMPLATE)."""
+    return dsp_template_c(DEPTHWISE_ROWS_ANY_TEMPLATE, prefix)
+
+
+DEPTHWISE_ROWS_ANY_HELPERS = HelperLibrary("cortex_m_depthwise_rows_any", depthwise_rows_any_helpers_c,
+                                           (DEPTHWISE_ROWS_HELPERS,))
+"""A depthwise layer of any window but 3x3 as channel rows on DSP cores (`backends.cortex_m.schedules.
+depthwise_rows`): a library of its own, which only the bundles whose kernels call it define, after
+DEPTHWISE_ROWS_HELPERS, whose ring, widening and requantization it calls."""
 
 
 HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)

@@ -55,6 +55,10 @@ DEPTHWISE_ROWS_TEMPLATE = "depthwise_rows.h.in"
 """A 3x3 depthwise layer as channel rows (`<prefix>_depthwise_rows3x3_s8`: one channel's weights in registers over
 its output rows, its input rows widened to int16 once into a ring on the stack), after DEPTHWISE_MAC_TEMPLATE and
 the requantization epilogue's in a bundle (a library of its own: `backends.cortex_m.helpers.DEPTHWISE_ROWS_HELPERS`)."""
+DEPTHWISE_ROWS_ANY_TEMPLATE = "depthwise_rows_any.h.in"
+"""A depthwise layer of any other window as channel rows (`<prefix>_depthwise_rows_s8`: its weights packed on the
+stack), after DEPTHWISE_ROWS_TEMPLATE, whose ring and widening it reads (a library of its own:
+`backends.cortex_m.helpers.DEPTHWISE_ROWS_ANY_HELPERS`)."""
 _TAGS = {"int8": "s8", "int16": "s16"}
 DEPTHWISE_MAC_INPUT_TYPES = tuple(_TAGS)
 """The input types of the depthwise helpers (their weights are int8)."""

@@ -427,6 +427,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         one_pixel_rows_pay=one_pixel_rows_pay if dsp_only else None,
         qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,
         qlinear_conv_fits=fits_qlinear_conv if has_mve(profile) else None,
+        qlinear_channels_last=dsp_only,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)

@@ -3,17 +3,18 @@ requantizations of an element loop as calls of `<prefix>_requantize_biased`
 (`backends.cortex_m.helpers.templates.requantize_biased.h.in`: SMMLAR, the sign term and the shift, inlined with
 constant arguments), the zero point added after a requantization folded into its bias.
 
-The int8 elementwise kernels (ADD, SUB, MUL, the lookup tables of LOGISTIC and TANH, QUANTIZE between int8
-scales, and the chains of them FuseOps fuses: an unrolled GRU's gate arithmetic) compute each rescale as
-`requantize_double_small(acc, multiplier, shift)` (`packager.fixed_point_c`'s scalar helper, constant multiplier and
-shift), most of them followed by `+ zero_point`: SMMULR, the lowering of a negative, two shifts and the ceil-halving
-subtraction, then the addition, five instructions on cortex-m4f. `biased_requantize_calls` rewrites each such
-requantization of a kernel without scratch buffers (an element loop: a MAC or pool kernel's accumulators keep their
-epilogue, `requantize_epilogue`) as `requantize_biased(acc, multiplier, right, bias)` with bias 2^(right - 1) +
-(zero_point << right), three instructions (SMMLAR with the bias, the sign term, the shift). Bit-exact: the
-helper's contract proves it for -2^30 <= acc < 2^30 (the scalar helper's own domain), a multiplier 0..2^31 - 1,
-right 1..30 (at 31 the rounding term 2^30 alone is over the limit) and |bias| <= BIAS_LIMIT (where the zero point
-would take the bias beyond it, the requantization takes bias 2^(right - 1) and keeps the addition after the call).
+The int8 elementwise kernels (ADD, SUB, MUL, the lookup tables of LOGISTIC and TANH, QUANTIZE between int8 scales,
+and the chains of them FuseOps fuses: an unrolled GRU's gate arithmetic) compute each rescale as
+`requantize_double_small(acc, multiplier, shift)` (`packager.fixed_point_c`'s scalar helper, constant shift, the
+multiplier constant or, in an LSTM's rolled gates, read at run time), most of them followed by `+ zero_point`:
+SMMULR, the lowering of a negative, two shifts and the ceil-halving subtraction, then the addition, five
+instructions on cortex-m4f. `biased_requantize_calls` rewrites each such requantization of a kernel without scratch
+buffers (an element loop: a MAC or pool kernel's accumulators keep their epilogue, `requantize_epilogue`) as
+`requantize_biased(acc, multiplier, right, bias)` with bias 2^(right - 1) + (zero_point << right), three
+instructions (SMMLAR with the bias, the sign term, the shift). Bit-exact: the helper's contract proves it for -2^30
+<= acc < 2^30 (the scalar helper's own domain), a multiplier 0..2^31 - 1, right 1..30 (at 31 the rounding term 2^30
+alone is over the limit) and |bias| <= BIAS_LIMIT (where the zero point would take the bias beyond it, the
+requantization takes bias 2^(right - 1) and keeps the addition after the call).
 """
 
 from __future__ import annotations
@@ -45,26 +46,35 @@ def _constant(expr) -> Optional[int]:
     return int(expr.value) if isinstance(expr, tirx.IntImm) else None
 
 
-def _small_requantization(expr) -> Optional[tuple[object, int, int]]:
-    """(acc, multiplier, right) of `requantize_double_small(acc, multiplier, -right)` with a constant multiplier
-    0..2^31 - 1 and right 1..30, else None."""
+def _multiplier(expr) -> Optional[tirx.Expr]:
+    """`expr` as the helper's multiplier argument: a constant 0..2^31 - 1, or one read at run time (an LSTM's gates of
+    one form in one loop read theirs from their offsets, `tvm_ext.kernels.lstm.gate_groups`), which the small
+    requantization's contract already bounds so (0 <= multiplier: TFLite's quantized multipliers); else None."""
+    if not isinstance(expr, tirx.IntImm):
+        return expr
+    return expr if 0 <= int(expr.value) < 2**31 else None
+
+
+def _small_requantization(expr) -> Optional[tuple[object, tirx.Expr, int]]:
+    """(acc, multiplier, right) of `requantize_double_small(acc, multiplier, -right)` with a multiplier `_multiplier`
+    takes and a constant right 1..30, else None."""
     if not isinstance(expr, tvm.ir.Call) or not isinstance(expr.op, tvm.ir.Op) or expr.op.name != SMALL_OP:
         return None
     acc, multiplier, shift = expr.args
-    multiplier, shift = _constant(multiplier), _constant(shift)
-    if multiplier is None or shift is None or not 0 <= multiplier < 2**31 or not -30 <= shift <= -1:
+    multiplier, shift = _multiplier(multiplier), _constant(shift)
+    if multiplier is None or shift is None or not -30 <= shift <= -1:
         return None
     return acc, multiplier, -shift
 
 
-def _biased_call(requantization: tuple[object, int, int], zero_point: int, rewrite) -> Optional[tirx.Expr]:
+def _biased_call(requantization: tuple[object, tirx.Expr, int], zero_point: int, rewrite) -> Optional[tirx.Expr]:
     """The helper's call computing the requantization plus `zero_point` (its acc rewritten by `rewrite`), or None
     where that bias exceeds BIAS_LIMIT."""
     acc, multiplier, right = requantization
     bias = (1 << (right - 1)) + (zero_point << right)
     if abs(bias) > BIAS_LIMIT:
         return None
-    return tirx.call_intrin("int32", REQUANTIZE_BIASED_OP, map_nodes(acc, rewrite), tirx.const(multiplier, "int32"),
+    return tirx.call_intrin("int32", REQUANTIZE_BIASED_OP, map_nodes(acc, rewrite), multiplier,
                             tirx.const(right, "int32"), tirx.const(bias, "int32"))
 
 

@@ -252,16 +252,18 @@ ONE_ROW_CODE_BYTES = 176
 three with the stacked MAC's out-of-line chunk)."""
 
 
-def one_row_padding_pays(row_len: int, channels: int, padded: int) -> bool:
+def one_row_padding_pays(row_len: int, channels: int, padded: int, calls: int) -> bool:
     """Whether an int8 MAC layer of one output row (a CONV_2D of one output pixel, a FULLY_CONNECTED of fewer channels
     than a tile), ``channels`` outputs of ``row_len`` MACs each (a window's taps times input channels, a row's
     inputs), pays for its channels padded to ``padded`` (whole tiles: the core's MAC helper instead of the scalar
-    loop nest) at the schedules' one price of code: the instructions saved per inference (ONE_ROW_SCALAR_PER_MAC over
-    the layer's MACs against ONE_ROW_PADDED_PER_MAC over the padded ones) at least ONE_ROW_CODE_BYTES times
+    loop nest) at the schedules' one price of code, its kernel called ``calls`` times per inference (the layers of
+    its shape that share it): the instructions saved per inference (ONE_ROW_SCALAR_PER_MAC over the layer's MACs
+    against ONE_ROW_PADDED_PER_MAC over the padded ones, per call) at least ONE_ROW_CODE_BYTES times
     ``code_price.INSTRUCTIONS_PER_BYTE`` (a classifier head of 10 channels over 1024 inputs pays, and 2 over 8192;
-    person_detect's 2 over 256 does not, nor hello_world's 1 over 16)."""
+    person_detect's 2 over 256 does not, nor hello_world's 1 over 16; an unrolled GRU's 29 steps of 69 gates over
+    10 inputs do, one alone does not)."""
     saved = row_len * (ONE_ROW_SCALAR_PER_MAC * channels - ONE_ROW_PADDED_PER_MAC * padded)
-    return saved >= ONE_ROW_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+    return calls * saved >= ONE_ROW_CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
 
 def executions(loops: tuple) -> int:

@@ -42,6 +42,11 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   stored), and `<prefix>_conv_tiles_s8x8`
   (`_b16`), the same for one pixel
   (`backends.cortex_m.schedules.conv_tiles`; unit test of both `tests/c/test_riscv_pair_tiles.c`);
+- `mac_s8x8_tiled.h.in`: `<prefix>_mac_s8x8_tiled` and `<prefix>_mac_s8x2x8_tiled`, the int8 MAC of one or two
+  pixels over tiled rows (`tvm_ext.kernels.dense.tile_rows`: a tile's eight weights of an input at constant
+  offsets), and `<prefix>_pair_tiles_tiled_s8x8` (`_b16`), every channel tile of a pixel pair over them in one call of
+  one out-of-line copy per bundle, called by every FULLY_CONNECTED kernel of several rows (`tiled_pair_tiles`;
+  unit test `tests/c/test_riscv_pair_tiles.c`: `tiled_rows_cases`);
 - `mac_s8x4_interleaved.h.in`: `<prefix>_dual_mac_s8x4_interleaved`, the MAC over weights interleaved per tile of
   four units (`tvm_ext.kernels.extern_mac.interleave_weights`), every tile of an LSTM gate's or an SVDF's feature
   product in one call (`backends.riscv.schedules.mac.interleaved_mac_calls`), with the contract, name and unit test
@@ -79,9 +84,10 @@ FC_ROWS_TEMPLATE = "fc_rows_s8x8.h.in"
 FC_ROWS_FORM = "s8x8"
 """How the fused row helper reads its weights, in its name (``helium_c.fc_rows_helper_name``)."""
 PAIR_TILES_TEMPLATE = "pair_tiles_s8x8.h.in"
+MAC_TILED_TEMPLATE = "mac_s8x8_tiled.h.in"
 RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_PAIRS_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE,
                           DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, DEPTHWISE_TILES_TEMPLATE, FC_ROWS_TEMPLATE,
-                          PAIR_TILES_TEMPLATE)
+                          PAIR_TILES_TEMPLATE, MAC_TILED_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
@@ -117,6 +123,12 @@ def mac_2px_row_helper_name(prefix: str) -> str:
     return f"{prefix}_mac_s8x2x8_row"
 
 
+def mac_tiled_helper_name(prefix: str, pixels: int = 1) -> str:
+    """The C name of the int8 MAC helper over tiled rows (`tvm_ext.kernels.dense.tile_rows`) in the bundle `prefix`,
+    of one output pixel or two (`pixels`)."""
+    return f"{prefix}_mac_s8x2x8_tiled" if pixels == 2 else f"{prefix}_mac_s8x8_tiled"
+
+
 def depthwise_mac_helper_name(prefix: str, sized: bool = False) -> str:
     """The C name of the int8 depthwise MAC helper in the bundle `prefix` (one out-of-line copy); with `sized`, its
     form of any channel count (an argument)."""
@@ -144,13 +156,15 @@ def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:
 
 
 def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False, odd: bool = False,
-                           int8_weights: bool = False, table: bool = False) -> str:
+                           int8_weights: bool = False, table: bool = False, tiled: bool = False,
+                           part: bool = False) -> str:
     """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
     the bundle `prefix`; with `any_double`, its form of TFLite's double rounding for any sum and shift; with `odd`,
     its form of windows whose rows may be of odd length; with `int8_weights`, its form of int8 weights as stored
-    (not paired); with `table`, its form with a lookup table after the requantization."""
+    (not paired); with `table`, its form with a lookup table after the requantization; with `tiled`, its form of
+    tiled rows (`tvm_ext.kernels.dense.tile_rows`), with `part` too, of a last tile storing fewer channels."""
     name = f"{prefix}_pair_tiles{'_double' if any_double else ''}{'_lut' if table else ''}{'_odd' if odd else ''}" \
-           f"{'_w8' if int8_weights else ''}_s8x8"
+           f"{'_w8' if int8_weights else ''}{'_tiled' if tiled else ''}{'_part' if part else ''}_s8x8"
     return bias_form(name, bias)
 
 

@@ -31,7 +31,7 @@ import functools
 from collections.abc import Mapping
 from typing import Optional
 
-from tvm import tirx
+from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.backend import BundleChoice, KernelSchedules
@@ -45,7 +45,8 @@ from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
-from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
+from backends.cortex_m.schedules.pixel_pairs import (TWO_PIXEL_MIN_REDUCTION, pair_odd_pixel_row, pair_tests,
+                                                     paired_pixel_body, pays_two_pixels)
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
@@ -53,7 +54,8 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
                                           RISCV_TAIL_CHOICES,
-                                          depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls, mac_replacement,
+                                          MIN_REDUCTION, depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls,
+                                          mac_replacement, tiled_pair_macs, tiled_pair_tiles, tiled_unrolled_pays,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
@@ -127,16 +129,26 @@ UNIT_ROWS_MAX_MACS = int(UNIT_ROWS_CODE_SAVED * INSTRUCTIONS_PER_BYTE / UNIT_ROW
 """The most time-product MACs of one call at which an SVDF takes the unit rows: where the code saved pays the
 instructions lost at the schedules' one price of code (`backends.code_price.INSTRUCTIONS_PER_BYTE`)."""
 
+GATE_LOOP_BYTES = 175
+"""The code of one LSTM gate's loop on rv32imc (its two interleaved MAC calls and their pointers, two biased
+requantizations, the saturations and the sigmoid's interpolation, gcc -O2 -mtune=size), at the least, which each gate
+rolled into one loop with the others of its form saves (`tvm_ext.kernels.lstm.gate_groups`, priced by
+`tvm_ext.transform.int8.lstm.rolls_gates`): with the three sigmoid gates in one loop, kws_lstm27_37x11 (seed 71)
+code 2,438 -> 2,088 B (cortex-m4f 2,292), kws_lstm_40x16 2,282 -> 1,924 B, the weights 32 B more (each gate's
+multipliers in its offsets' rows)."""
+
 
 class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each; with
     ``fc_rows`` False, a FULLY_CONNECTED layer keeps its own loop over its channel tiles rather than calling the
     shared row helper; with ``cold_requantize``, an element kernel's biased requantizations are calls of their
-    out-of-line function (`cold_requantize`); both the bundle's choices (`riscv_bundle_choice`)."""
+    out-of-line function (`cold_requantize`); with ``tiled_unrolled`` False, the tiled pair helper's MAC loop is not
+    unrolled (`mac.tiled_unrolled_pays`); all three the bundle's choices (`riscv_bundle_choice`)."""
 
-    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False) -> None:
+    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False, tiled_unrolled: bool = True) -> None:
         self.fc_rows = fc_rows
         self.cold_requantize = cold_requantize
+        self.tiled_unrolled = tiled_unrolled
 
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
@@ -148,10 +160,14 @@ class RiscvMacSchedules:
     def pays_two_pixels(sch, block, loops: list, first_reduce: int) -> bool:
         """The DSP cores' rule (`backends.cortex_m.schedules.pixel_pairs.pays_two_pixels`) for a tile of eight
         channels; never for one of four, whose window MAC has no two-pixel form: paired, its pixels kept TVM's
-        scalar loops (densenet_bc_32's 36- and 42-channel 1x1 convolutions on rv32imc, 312 and 490 B)."""
+        scalar loops (densenet_bc_32's 36- and 42-channel 1x1 convolutions on rv32imc, 312 and 490 B). Over tiled
+        rows (`tvm_ext.kernels.dense.tile_rows`) from the tiled MAC's shortest window (`mac.MIN_REDUCTION`), where
+        the DSP rule asks for 32: each pair is then one call of the out-of-line tiled pair helper, where a lone
+        pixel's tiles stay inlined in the kernel (rv32imc vit2h_d30_b1_24x16_tanh_int8's 30-input layers)."""
         if int(sch.get(loops[-1]).extent) == FOUR_CHANNELS:
             return False
-        return pays_two_pixels(sch, block, loops, first_reduce)
+        tiled = _reads_tiled_rows(sch.get(block))
+        return pays_two_pixels(sch, block, loops, first_reduce, MIN_REDUCTION if tiled else TWO_PIXEL_MIN_REDUCTION)
 
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False,
                                                         replacement=mac_replacement))
@@ -217,6 +233,7 @@ class RiscvMacSchedules:
                                               helper=RISCV_DOUBLE_EPILOGUE)
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
         pairs = pair_tiles_calls(pairs, RISCV_PAIR_TILES_W8) if int8_pairs_pay(pairs) else pairs
+        pairs = pair_tiles_calls(pairs, tiled_pair_tiles(self.tiled_unrolled))
         tiles = conv_tiles_calls(conv_tiles_calls(pairs, RISCV_CONV_TILES), RISCV_CONV_TILES4)
         tiles = one_tile_calls(conv_tiles_calls(tiles, RISCV_CONV_TILES_LUT))
         for depthwise in RISCV_DEPTHWISE_TILE_FORMS:
@@ -241,6 +258,15 @@ class RiscvMacSchedules:
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
 
 
+def _reads_tiled_rows(block: s_tir.SBlock) -> bool:
+    """Whether ``block`` is a FULLY_CONNECTED's reduction over tiled rows (`tvm_ext.kernels.dense.tile_rows`): it reads
+    int8 rows [N, K] and int8 weights [O / 8, K, 8] (a depthwise layer's [KH, KW, 8] weights come with NHWC inputs)."""
+    shapes = [region.source.shape for region in block.reads if str(region.source.dtype) == "int8"]
+    rows = any(len(shape) == 2 for shape in shapes)
+    return rows and any(len(shape) == 3 and isinstance(shape[2], tirx.IntImm) and int(shape[2]) == MAC_CHANNELS
+                        for shape in shapes)
+
+
 def _loads_combined(value: tirx.PrimExpr) -> bool:
     """Whether ``value`` only adds, subtracts, takes the maximum or minimum of and casts loads (whatever their
     indices) and constants: a reduction step without products."""
@@ -261,22 +287,29 @@ def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str
     FULLY_CONNECTED row helper's calls and inlined biased requantizations) and their calls, where that helper's one
     copy does not pay (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops; the kernels
     whose biased requantizations pay out of line (`cold_requantize.cold_requantize_kernels`) scheduled with their
-    calls; None where neither changes a kernel."""
+    calls; where the tiled pair helper's unrolled loop does not pay (`mac.tiled_unrolled_pays`), its calling kernels
+    passing the plain loop's form; None where none changes a kernel."""
     own_loops = set() if fc_rows_pay(kernels, calls) else set(fc_rows_users(kernels))
     cold = set(cold_requantize_kernels(kernels, calls))
-    if not own_loops and not cold:
+    tiled = {name: tiled_pair_macs(func) * calls.get(name, 1) for name, func in kernels.items()}
+    plain = set() if tiled_unrolled_pays(sum(tiled.values())) else {name for name, macs in tiled.items() if macs}
+    if not own_loops and not cold and not plain:
         return None
-    return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold)
-                         for name in kernels if name in own_loops | cold})
+    return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold,
+                                                 tiled_unrolled=name not in plain)
+                         for name in kernels if name in own_loops | cold | plain})
 
 
-RV32C_KERNEL_CODE = KernelCode(bytes_per_node=3)
+RV32C_KERNEL_CODE = KernelCode(bytes_per_node=3, constants_at_entry=True)
 """RV32IMC's estimate of a kernel's code (`tvm_ext.transform.share_constant_variants.kernel_bytes`): 3 B a node, where
 Thumb-2's 2 (`backends.code_price.THUMB2_KERNEL_CODE`) fell short of what gcc -Os builds for rv32imc by a third and
 more: measured against nm sizes, the ViT layer norms (add_rsqrt_mul_mul_mul_sub_add, 150-162 nodes, 8-10
 requantizations of 32x32 -> 64-bit products by MULH and MUL) 538-620 B where 2 B a node gave 328-352 B (3 B: 478-514),
 vit_tiny_16_int8's, vit2h_d30_b1_24x16_tanh_int8's and vit3h_d36_b2_20_int8's; elementwise ADDs 142-180 B (80-106
-at 2 B, 106-142 at 3 B), transposes 64-92 B (50, 71), means 114-150 B (84-182, 114-257)."""
+at 2 B, 106-142 at 3 B), transposes 64-92 B (50, 71), means 114-150 B (84-182, 114-257). A shared kernel's constants loaded once at its entry
+(31 registers): rv32imc vit_tiny_16_int8's three layer norms share one kernel (the group's loads per call 15, where
+each element reloaded them: 221 instructions per byte saved), code 1,634 -> 652 B for 769,707 -> 884,815
+instructions (117 a byte: the estimate counts the loads, not the values then held in registers)."""
 
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:
@@ -314,9 +347,10 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     On a core without an FPU a float MAC kernel of fewer than FLOAT_TILE_MIN_MACS MACs a call keeps one accumulator
     (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           dense_unit_tile=FOUR_CHANNELS, paired_weights=True,
+                           dense_unit_tile=FOUR_CHANNELS, paired_weights=True, tiled_rows=True,
                            int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
+                           gate_loop_bytes=GATE_LOOP_BYTES,
                            bundle_choice=riscv_bundle_choice, kernel_code=RV32C_KERNEL_CODE,
                            helper_min_macs=HELPER_MIN_MACS,
                            float_tile_min_macs=0 if profile.hardware_float else FLOAT_TILE_MIN_MACS)

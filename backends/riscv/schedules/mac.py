@@ -73,7 +73,8 @@ from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC
                                     conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
                                     depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
                                     mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
-                                    mac_pairs_2px_helper_name, mac_pairs_helper_name, pair_tiles_helper_name,
+                                    mac_pairs_2px_helper_name, mac_pairs_helper_name, mac_tiled_helper_name,
+                                    pair_tiles_helper_name,
                                     requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
@@ -133,6 +134,27 @@ MAC_PAIRS_2PX_ACCESS = HelperAccess((
 x[p * x_pixel_stride + k] for p < 2 and w[4k + p] for k < row_len, p < 4."""
 register_helper_call(MAC_PAIRS_2PX_OP, RISCV_HELPERS, mac_pairs_2px_helper_name, MAC_PAIRS_2PX_ACCESS)
 
+
+MAC_TILED_OP = "tvm_ext.riscv_mac_s8x8_tiled"
+MAC_TILED_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(Arg(3), 1),)),
+    PointerAccess(2, (Axis(Arg(3), MAC_CHANNELS), Axis(MAC_CHANNELS, 1))),
+))
+"""The tiled MAC's call (acc, x, w, row_len): acc[c] for c < 8, x[k] and w[8k + c] for k < row_len, c < 8
+(`tvm_ext.kernels.dense.tile_rows`' bytes of one tile)."""
+register_helper_call(MAC_TILED_OP, RISCV_HELPERS, mac_tiled_helper_name, MAC_TILED_ACCESS)
+MAC_TILED_2PX_OP = "tvm_ext.riscv_mac_s8x2x8_tiled"
+MAC_TILED_2PX_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(2, (Axis(MAC_PIXELS, Arg(5)), Axis(Arg(4), 1))),
+    PointerAccess(3, (Axis(Arg(4), MAC_CHANNELS), Axis(MAC_CHANNELS, 1))),
+))
+"""The two-pixel tiled MAC's call (acc_a, acc_b, x, w, row_len, x_pixel_stride): acc_a[c] and acc_b[c] for c < 8,
+x[p * x_pixel_stride + k] for p < 2 and w[8k + c] for k < row_len, c < 8."""
+register_helper_call(MAC_TILED_2PX_OP, RISCV_HELPERS, functools.partial(mac_tiled_helper_name, pixels=MAC_PIXELS),
+                     MAC_TILED_2PX_ACCESS)
 
 
 def _window_words(rows: Arg, row_len: Arg) -> tuple[Axis, ...]:
@@ -426,6 +448,77 @@ def int8_pairs_pay(func: tirx.PrimFunc) -> bool:
         macs += times * MAC_PIXELS * MAC_CHANNELS * window.rows * window.row_len
     return 0 < macs * W8_EXTRA_PER_MAC < W8_SAVED_BYTES * INSTRUCTIONS_PER_BYTE
 
+PAIR_TILES_TILED_OPS = by_bias("tvm_ext.riscv_pair_tiles_tiled_s8x8")
+"""The fused pixel pairs' form for tiled rows per bias type (`<prefix>_pair_tiles_tiled_s8x8`, `_b16`)."""
+# pair_tiles_tiled_s8x8(out, x, w, bias, multiplier, shift, zero_point, row_len, x_pixel_stride, out_pixel_stride,
+# unrolled, tiles, channels): out[p * out_pixel_stride + c] and the epilogue's constants for c < channels;
+# x[p * x_pixel_stride + k]; w one run of 8 * tiles * row_len bytes (the index 8 (t * row_len + k) + c as eight copies
+# of t * row_len + k).
+_TILED_CHANNELS = (Axis(Arg(12), 1),)
+PAIR_TILES_TILED_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_PIXELS, Arg(9)), *_TILED_CHANNELS)),
+    PointerAccess(1, (Axis(MAC_PIXELS, Arg(8)), Axis(Arg(7), 1))),
+    PointerAccess(2, (Axis(Arg(11), Arg(7)), Axis(Arg(7), 1)) * MAC_CHANNELS + (Axis(MAC_CHANNELS, 1),)),
+    *(PointerAccess(pointer, _TILED_CHANNELS) for pointer in (3, 4, 5)),
+))
+PAIR_TILES_TILED_PART_OPS = by_bias("tvm_ext.riscv_pair_tiles_tiled_part_s8x8")
+"""Its form for a last tile storing fewer channels (`<prefix>_pair_tiles_tiled_part_s8x8`, `_b16`: the call's
+channels fewer than its tiles')."""
+for _ops, _part in ((PAIR_TILES_TILED_OPS, False), (PAIR_TILES_TILED_PART_OPS, True)):
+    for _bias, _op in _ops.items():
+        register_helper_call(_op, RISCV_HELPERS,
+                             functools.partial(pair_tiles_helper_name, bias=_bias, tiled=True, part=_part),
+                             PAIR_TILES_TILED_ACCESS)
+
+
+def _tiled_window(call) -> Optional[PairWindow]:
+    """The window of a two-pixel tiled MAC call (`<prefix>_mac_s8x2x8_tiled`: acc_a, acc_b, x, w, row_len,
+    x_pixel_stride) of constant sizes, its tile's bytes eight per input, else None."""
+    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in call.args[4:]]
+    if None in sizes:
+        return None
+    row_len, x_pixel_stride = sizes
+    return PairWindow(*call.args[:4], 0, 1, row_len, x_pixel_stride, MAC_CHANNELS * row_len)
+
+
+def tiled_pair_tiles(unrolled: bool) -> PairTileHelpers:
+    """The RV32 cores' fused pixel pairs over tiled rows (`tvm_ext.kernels.dense.tile_rows`: a FULLY_CONNECTED of
+    several rows, `tiled_mac_replacement`): the two-pixel tiled MAC's calls and each pixel's "double_small" epilogue
+    call over a pair's tiles as one call of the out-of-line `<prefix>_pair_tiles_tiled_s8x8`, whose loop runs the
+    inlined MAC's instructions (no channel stride), where each kernel held its own inlined MAC; a layer's channels
+    padded to whole tiles, its last tile's stores counted (the epilogue's count, `requantize_epilogue.stored_channels`)
+    by the call's last argument (its `_part` form). ``unrolled``: the MAC loop's form every call passes (the bundle's
+    choice, `tiled_unrolled_pays`)."""
+    return PairTileHelpers(
+        (MAC_TILED_2PX_OP,), _tiled_window, MAC_CHANNELS, None,
+        {REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_TILED_OPS.items()}, None,
+        lambda window, out_pixel_stride, tiles: [window.row_len, window.x_pixel_stride, out_pixel_stride,
+                                                 int(unrolled), tiles, MAC_CHANNELS * tiles],
+        (RISCV_EPILOGUE, {PAIR_TILES_TILED_OPS[bias]: op for bias, op in PAIR_TILES_TILED_PART_OPS.items()}))
+
+
+TILED_UNROLLED_BYTES = 300
+"""The code the tiled pair helper's MAC loop unrolled twice adds to its one copy, bytes (rv32imc
+vit2h_d30_b1_24x16_tanh_int8: `pair_tiles_tiled_any` 438 -> 740 B)."""
+TILED_UNROLLED_SAVED_PER_MAC = 0.077
+"""The instructions the unrolled loop saves per MAC of the tiled pairs (rv32imc vit2h_d30_b1_24x16_tanh_int8, its
+six layers' 164,160 MACs: 1,633,313 -> 1,620,713 instructions; vit_tiny_16_int8's 64x48 -> 48 layers 0.08)."""
+
+
+def tiled_unrolled_pays(macs: int) -> bool:
+    """Whether the tiled pair helper's unrolled MAC loop pays for its bytes (TILED_UNROLLED_BYTES) in the bundle
+    whose tiled pairs run ``macs`` MACs per inference (TILED_UNROLLED_SAVED_PER_MAC each) at the one price of code:
+    vit_tiny_16_int8's 1.2 M yes, vit2h_d30_b1_24x16's 0.16 M no."""
+    return macs * TILED_UNROLLED_SAVED_PER_MAC >= TILED_UNROLLED_BYTES * INSTRUCTIONS_PER_BYTE
+
+
+def tiled_pair_macs(func: tirx.PrimFunc) -> int:
+    """The MACs of ``func``'s calls of the tiled pair helper per call of ``func``."""
+    ops = set(PAIR_TILES_TILED_OPS.values()) | set(PAIR_TILES_TILED_PART_OPS.values())
+    return sum(times * MAC_PIXELS * MAC_CHANNELS * int(call.args[11]) * int(call.args[7])
+               for call, times in op_executions(func.body, ops))
+
+
 RISCV_PAIR_TILES_ODD = PairTileHelpers(
     RISCV_PAIR_TILES.mac_ops, functools.partial(_paired_window, odd=True), MAC_CHANNELS, None,
     {**{REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_ODD_OPS.items()},
@@ -575,7 +668,8 @@ def mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     `realize` compute: the paired MAC's (a FULLY_CONNECTED kernel's paired weights), else the window MAC's, else
     the depthwise MAC's, else the depthwise padding's; None where none computes exactly that. `outlined_depthwise`
     (a padded border's clipped window) changes nothing: the depthwise helper is out of line for every window."""
-    return (paired_mac_replacement(realize, loops) or window_mac_replacement(realize, loops)
+    return (paired_mac_replacement(realize, loops) or tiled_mac_replacement(realize, loops)
+            or window_mac_replacement(realize, loops)
             or depthwise_mac_replacement(realize, loops)
             or padding_replacement(realize, loops, DEPTHWISE_PAD_OP, MAC_CHANNELS)
             or whole_tile_replacement(realize, loops))
@@ -597,7 +691,34 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
     word = _paired_word(select)
     if word is None:
         return None
-    reduction = MacReduction(store, data, word)
+    return _tile_mac_replacement(realize, loops, MacReduction(store, data, word), PAIR_WORDS, select.condition.a.a,
+                                 (MAC_PAIRS_OP, MAC_PAIRS_ROWS_OP, MAC_PAIRS_2PX_OP, MAC_PAIRS_2PX_ROWS_OP))
+
+
+def tiled_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The tiled MAC's call block (`<prefix>_mac_s8x8_tiled`, or `<prefix>_mac_s8x2x8_tiled` for two pixels) for
+    ``loops`` around ``realize`` as `paired_mac_replacement`'s, over `tvm_ext.kernels.dense.tile_rows`' int8 weights:
+    each channel tile's bytes [8k + c] from one origin over the window's one run of inputs (a FULLY_CONNECTED's
+    row); None for any other update or access."""
+    update = int8_data_update(realize, loops, MAC_CHANNELS)
+    if update is None:
+        return None
+    store, data, factor = update
+    weight = _load_of(factor, ("int8",))
+    if weight is None:
+        return None
+    return _tile_mac_replacement(realize, loops, MacReduction(store, data, weight), MAC_CHANNELS, None,
+                                 (MAC_TILED_OP, None, MAC_TILED_2PX_OP, None))
+
+
+def _tile_mac_replacement(realize: s_tir.SBlockRealize, loops: list, reduction: MacReduction, step: int,
+                          channel: Optional[tirx.PrimExpr], ops: tuple) -> Optional[s_tir.SBlockRealize]:
+    """The call block of a MAC over weights laid out per tile of MAC_CHANNELS channels, input after input (``step``
+    weight elements per input, channel c's at c * step // MAC_CHANNELS: paired words, 4, or tiled bytes, 8) for
+    ``loops`` around ``realize`` of the update ``reduction``; ``channel`` (paired words: the output channel, even at
+    the tile's first) or None; ``ops`` the helpers' (one pixel, one pixel over rows, two pixels, two pixels over
+    rows; None: that form not taken); None where the access is not exactly that."""
+    store = reduction.store
     bindings = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in loops]
     offsets = AccessOffsets(bindings, inner)
@@ -622,9 +743,8 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
         acc_pixel_stride = offsets.step(store, len(loops) - 2) if pixels else 0
         if pixels and acc_pixel_stride < MAC_CHANNELS:
             return None  # the pixels keep their accumulators apart
-        channel = select.condition.a.a  # floormod(o, 2) == 0
-        first = offsets.value(channel, origin)
-        base_w, base_x, base_acc = (offsets.offset(a, origin) for a in (word, reduction.data, store))
+        first = offsets.value(channel, origin) if channel is not None else 0
+        base_w, base_x, base_acc = (offsets.offset(a, origin) for a in (reduction.weight, reduction.data, store))
         # Each reduction loop at its first, second and last value (the others at 0), and all at their last.
         corners = [list(origin), [int(loop.extent) - 1 for loop in loops]]
         for axis in reduce_axes:
@@ -640,27 +760,32 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
                     point[-1] = c
                     if pixels:
                         point[-2] = p
-                    if (offsets.value(channel, point) != first + c
-                            or offsets.offset(word, point) != base_w + PAIR_WORDS * k + c // 2
+                    if ((channel is not None and offsets.value(channel, point) != first + c)
+                            or offsets.offset(reduction.weight, point) != base_w + step * k + c * step // MAC_CHANNELS
                             or offsets.offset(reduction.data, point) != base_x + k + p * x_pixel_stride
                             + (corner[row_axis] * (x_row_stride - row_len) if rows > 1 else 0)
                             or offsets.offset(store, point) != base_acc + c + p * acc_pixel_stride):
                         return None
     except KeyError:
         return None
-    if first % 2 or any(offsets.step(word, axis) != PAIR_WORDS * runs[axis] for axis in reduce_axes
+    if channel is None and rows * row_len < MIN_REDUCTION:
+        return None
+    if first % 2 or any(offsets.step(reduction.weight, axis) != step * runs[axis] for axis in reduce_axes
                         if int(loops[axis].extent) > 1):
+        return None
+    one, one_rows, two, two_rows = ops
+    op = (two_rows if rows > 1 else two) if pixels else (one_rows if rows > 1 else one)
+    if op is None:
         return None
     window = [x_row_stride, rows, row_len] if rows > 1 else [row_len]
     if not pixels:
-        return helper_call_block(MAC_PAIRS_ROWS_OP if rows > 1 else MAC_PAIRS_OP, reduction, bindings, inner,
-                                 window, channel_tile(reduction, MAC_CHANNELS))
+        return helper_call_block(op, reduction, bindings, inner, window, channel_tile(reduction, MAC_CHANNELS))
     corner = list(origin)
     corner[-2:] = [MAC_PIXELS - 1, MAC_CHANNELS - 1]
     tile = [last - first_index + 1 for last, first_index in zip(offsets.index(store, corner),
                                                                   offsets.index(store, origin))]
-    return helper_call_block(MAC_PAIRS_2PX_ROWS_OP if rows > 1 else MAC_PAIRS_2PX_OP, reduction, bindings, inner,
-                             [*window, x_pixel_stride], tile, second_pixel=len(inner) - 2)
+    return helper_call_block(op, reduction, bindings, inner, [*window, x_pixel_stride], tile,
+                             second_pixel=len(inner) - 2)
 
 
 def paired_or_int8_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:

@@ -19,16 +19,17 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helpers_c, depthwise_pixel_helpers_c,
-                                      depthwise_rows_helpers_c, depthwise_spread_helpers_c, helium_float_c,
-                                      helium_helpers_c, helium_mac_rows_c, pair_direct_helpers_c)
+                                      depthwise_rows_any_helpers_c, depthwise_rows_helpers_c,
+                                      depthwise_spread_helpers_c, helium_float_c, helium_helpers_c, helium_mac_rows_c,
+                                      pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HELIUM_BATCH_MATMUL_TEMPLATE,
                                                       batch_matmul_helper_c, helium_batch_matmul_helper_c)
 from backends.cortex_m.helpers.copy_c import (COPY_TEMPLATE, HELIUM_MAX_S8_TEMPLATE, MAX_S8_TEMPLATE,
                                              STATE_SHIFT_TEMPLATE, TRANSPOSE_TEMPLATE, helium_max_s8_helper_c)
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_PAIR_TEMPLATE,
-                                                      DEPTHWISE_PIXEL_TEMPLATE, DEPTHWISE_ROWS_TEMPLATE,
-                                                      DEPTHWISE_TILES_TEMPLATE)
+                                                      DEPTHWISE_PIXEL_TEMPLATE, DEPTHWISE_ROWS_ANY_TEMPLATE,
+                                                      DEPTHWISE_ROWS_TEMPLATE, DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE,
                                                   DUAL_MAC_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
@@ -256,9 +257,10 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("depthwise_pixel", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                                        REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_TILES_TEMPLATE, DEPTHWISE_PIXEL_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
-    # the DSP 3x3 depthwise channel rows against the plain sums of the padded windows and the scalar helpers
+    # the DSP depthwise channel rows (3x3, and any window) against the plain sums of the padded windows and the scalar
+    # helpers
     HelperUnitTest("depthwise_rows", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
-                                      REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_ROWS_TEMPLATE),
+                                      REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_ROWS_TEMPLATE, DEPTHWISE_ROWS_ANY_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c),
                    core_macro=f"{macro_prefix(PREFIX)}_DEPTHWISE_ROWS_ASM", core_path_optimizing_only=True),
     # the DSP two-pixel depthwise channel tiles (an assembly block of constant sizes) against the plain sums and the
@@ -412,8 +414,8 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_pixel_helpers_c(prefix),
                            None),
-                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_rows_helpers_c(prefix),
-                           None)],
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_rows_helpers_c(prefix)
+                           + depthwise_rows_any_helpers_c(prefix), None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
                               "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m55-helium-batch-matmul",
                               "cortex-m55-helium-max", "cortex-m55-helium-mac-rows",

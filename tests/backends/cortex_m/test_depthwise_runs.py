@@ -197,3 +197,22 @@ def test_a_profile_s_kernel_stack_bytes_bound_every_form_s_band_and_phases():
             forms[band_bytes, case] = (g.runs > 0, g.strip, g.window)
     assert len(forms) > len(RUNS + PIXELS + WINDOWS)  # most take a form on the tight board too
     assert any(forms[256, case] != forms[1024, case] for _, case in forms if (256, case) in forms)
+
+
+def test_the_rows_of_any_window_take_large_images_stepping_one_column():
+    """The channel rows of a window other than 3x3 (depthwise_rows.ANY_OP: four outputs a window row's loads) take a
+    layer where their estimate beats the tiles' by their code's price: a 5x5 SAME layer over 14x14x96
+    (efficientnet_lite's, 3.2 -> 2.5 instructions per MAC measured), not over 7x7x144 (their per-row and per-channel
+    costs: a tie), nor stepping two columns (one output at a time), nor a window wider than MAX_KW; 3x3 keeps its own
+    helper."""
+    from backends.cortex_m.schedules.depthwise_rows import ANY_OP, MAX_KW, ROWS_OP, _rows_geometry
+    from backends.cortex_m.schedules.depthwise_runs import BAND_BYTES
+
+    op, sizes, size = _rows_geometry((14, 14, 96), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), BAND_BYTES)
+    # ring 5 rows of pitch 20 (the last quad's pairs reach column 19), the window 5x5, the band 322 B
+    assert op == ANY_OP and sizes[-6:] == (20, 1, 1, 5, 5, 5) and size == 322
+    assert _rows_geometry((7, 7, 144), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), BAND_BYTES) is None
+    assert _rows_geometry((28, 28, 48), (5, 5), (2, 2), (1, 1, 2, 2), (1, 1), BAND_BYTES) is None
+    wide = MAX_KW + 1
+    assert _rows_geometry((64, 64, 16), (3, wide), (1, 1), (1, wide // 2, 1, wide // 2), (1, 1), BAND_BYTES) is None
+    assert _rows_geometry((64, 64, 16), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), BAND_BYTES)[0] == ROWS_OP

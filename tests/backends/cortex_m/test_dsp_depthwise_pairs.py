@@ -52,14 +52,15 @@ from test_depthwise_border_regions import _depthwise_model as _border_model  # n
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
 
 
-def _stride_one_and_two_bundle(tmp_path, name: str, image: tuple[int, int]):
+def _stride_one_and_two_bundle(tmp_path, name: str, image: tuple[int, int], five: bool = False):
     """(the cortex-m4f bundle, bit-exact under QEMU, of one int8 [1, rows, cols, 16] input through a 3x3 SAME
-    depthwise layer at stride 1 and one at stride 2, each kernel's C by "3x3_s1" / "3x3_s2")."""
-    model = _border_model(16, 11, image, [(3, 1, 1, SAME), (3, 1, 2, SAME)])
+    depthwise layer at stride 1 and one at stride 2, and where `five` a 5x5 SAME one at stride 1, each kernel's C by
+    "3x3_s1" / "3x3_s2" / "5x5_s1")."""
+    model = _border_model(16, 11, image, [(3, 1, 1, SAME), (3, 1, 2, SAME)] + ([(5, 1, 1, SAME)] if five else []))
     bundle, kernels = bit_exact_bundle(tmp_path, name, model, "cortex-m4f", "mps2-an386")
     by_kernel = {layer: kernel for kernel in re.split(r"\n(?=void )", kernels)
-                 for layer in re.findall(r"^void \w+_depthwise_conv_2d_(3x3_s\d)", kernel)}
-    assert set(by_kernel) == {"3x3_s1", "3x3_s2"}, kernels
+                 for layer in re.findall(r"^void \w+_depthwise_conv_2d_(\dx\d_s\d)", kernel)}
+    assert set(by_kernel) == {"3x3_s1", "3x3_s2"} | ({"5x5_s1"} if five else set()), kernels
     return bundle, by_kernel
 
 
@@ -79,14 +80,19 @@ def test_a_large_depthwise_layer_runs_two_interior_pixels_a_call_and_stays_bit_e
 
 @pytest.mark.slow
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
-def test_a_3x3_depthwise_layer_over_a_large_image_runs_as_channel_rows_and_stays_bit_exact(tmp_path):
+def test_depthwise_layers_over_a_large_image_run_as_channel_rows_and_stay_bit_exact(tmp_path):
     # one int8 input [1, 64, 64, 16]: a 3x3 SAME layer, one call of the channel rows (depthwise_rows: faster than the
-    # tiles and their pairs there), and a 3x3 SAME one at stride 2 (its input's widening too dear: the tiles)
-    bundle, by_kernel = _stride_one_and_two_bundle(tmp_path, "rows", (64, 64))
+    # tiles and their pairs there), a 3x3 SAME one at stride 2 (its input's widening too dear: the tiles), and a 5x5
+    # SAME one, one call of the rows of any window (their quads: faster than the tiles there)
+    bundle, by_kernel = _stride_one_and_two_bundle(tmp_path, "rows", (64, 64), five=True)
     # the weights as they are (1 byte: the rows read int8, the lowering keeps them so), the padding's value the
     # input's zero point (-3), 64 rows of 1,024 elements, 16 channels, pitch 68
     rows_call = r"_depthwise_rows3x3_s8\([^,]+, [^,]+, [^,]+, 1, .*, -3, 64, 1024, 16, 64, 1024, 1, 1, 68, 1, 1, 3\);"
     assert re.search(rows_call, by_kernel["3x3_s1"]), by_kernel["3x3_s1"]
     assert "_depthwise_tiles" not in by_kernel["3x3_s1"] and "_depthwise_pair_" not in by_kernel["3x3_s1"]
     assert "_depthwise_rows" not in by_kernel["3x3_s2"] and "_depthwise_tiles" in by_kernel["3x3_s2"]
+    # the 5x5 window: int8 weights, pitch 70 (the last quad's pairs reach column 68), a ring of 5 rows, 5x5
+    any_call = r"_depthwise_rows_s8\([^,]+, [^,]+, [^,]+, 1, .*, -3, 64, 1024, 16, 64, 1024, 2, 2, 70, 1, 1, 5, 5, 5\);"
+    assert re.search(any_call, by_kernel["5x5_s1"]), by_kernel["5x5_s1"]
+    assert "_depthwise_tiles" not in by_kernel["5x5_s1"]
     host_selftest_passes(bundle.out_dir)

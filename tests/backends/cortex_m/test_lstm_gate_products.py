@@ -9,6 +9,8 @@ units padded to whole tiles of four by zero rows), one call of the rows MAC like
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -21,8 +23,8 @@ from backends.cortex_m.schedules.extern_helpers import (INTERLEAVED16_MAC_OP, IN
                                                        ROWS_MAC_OP)
 from tvm_ext.kernels.extern_mac import rows_padded  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
-from tvm_ext.kernels.lstm import (LstmQuantization, gate_products, interleave_gate_weights, lstm_int8,  # noqa: E402
-                                  lstm_params, signed_sigmoid_table)
+from tvm_ext.kernels.lstm import (LstmQuantization, gate_groups, gate_products, interleave_gate_weights,  # noqa: E402
+                                  lstm_int8, lstm_params, signed_sigmoid_table, with_gate_multipliers)
 from tvm_ext.plan.macs import count_macs  # noqa: E402
 from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
 from tvm_ext.tir.tir_walk import walk  # noqa: E402
@@ -30,10 +32,11 @@ from tvm_ext.tir.tir_walk import walk  # noqa: E402
 PRODUCT_BLOCKS = ("lstm_input_product", "lstm_recurrent_product")
 
 
-def _params(input_zero_point: int = 3, hidden_zero_point: int = -21):
+def _params(input_zero_point: int = 3, hidden_zero_point: int = -21, input_weight_scales=(0.004,) * 4,
+            recurrent_weight_scales=(0.0045,) * 4):
     quant = LstmQuantization(input_scale=1 / 128, input_zero_point=input_zero_point,
-                             input_weight_scales=(0.004,) * 4, input_weight_zero_points=(0,) * 4,
-                             recurrent_weight_scales=(0.0045,) * 4, recurrent_weight_zero_points=(0,) * 4,
+                             input_weight_scales=input_weight_scales, input_weight_zero_points=(0,) * 4,
+                             recurrent_weight_scales=recurrent_weight_scales, recurrent_weight_zero_points=(0,) * 4,
                              hidden_scale=0.0047, hidden_zero_point=hidden_zero_point, cell_scale=2.0**-11)
     return lstm_params(quant, cell_clip=0.0, time_major=False, rounding=Rounding.DOUBLE)
 
@@ -168,11 +171,15 @@ def test_whole_gates_need_the_zero_points_folded() -> None:
     assert _rows_calls(inline_intermediates(func, 4, HELIUM_MAC_SCHEDULES)) == []
 
 
-@pytest.mark.parametrize("units, depth", [(8, 12), (5, 10), (7, 3), (1, 1)])
-def test_the_interleaved_kernel_computes_what_the_row_major_one_does(units: int, depth: int) -> None:
+@pytest.mark.parametrize("units, depth, rolled", [(8, 12, False), (5, 10, True), (7, 3, False), (1, 1, False)])
+def test_the_interleaved_kernel_computes_what_the_row_major_one_does(units: int, depth: int, rolled: bool) -> None:
     """Built for the host (LLVM: the blocks' own loops, the sums starting at the offsets by the blocks' init, no
-    helper), the three layouts (tiles of four units, interleaved, whole gates in rows) give the same outputs and
-    states over several steps and batch rows, shapes padded to whole tiles and groups included."""
+    helper), the three layouts (tiles of four units, interleaved, whole gates in rows), and with ``rolled`` the
+    interleaved one with the gates of one form in one loop (RV32's, ``gate_groups``: each gate's multipliers, all
+    different here, read from its offsets' rows), give the same outputs and states over several steps and batch rows,
+    shapes padded to whole tiles and groups included."""
+    params = _params(input_weight_scales=(0.004, 0.0047, 0.0043, 0.0051),
+                     recurrent_weight_scales=(0.0045, 0.0052, 0.0039, 0.0041))
     steps, batch = 3, 2
     rng = np.random.default_rng(0)
     w_in = rng.integers(-128, 128, (4, units, depth)).astype(np.int8)
@@ -182,18 +189,24 @@ def test_the_interleaved_kernel_computes_what_the_row_major_one_does(units: int,
     hidden = rng.integers(-128, 128, (batch, units)).astype(np.int8)
     cell = rng.integers(-3000, 3000, (batch, units)).astype(np.int16)
     results = []
-    for interleave, rows in ((False, False), (True, False), (False, True)):
-        in_offsets, rec_offsets, products = gate_products(bias, w_in, w_rec, _params(), interleave, rows)
+    for interleave, rows, roll in ((False, False, False), (True, False, False), (False, True, False),
+                                   *(((True, False, True),) if rolled else ())):
+        in_offsets, rec_offsets, products = gate_products(bias, w_in, w_rec, params, interleave, rows)
         assert (products.interleaved, products.rows) == (interleave, rows)
+        if roll:
+            products = dataclasses.replace(products, rolled=True)
+            assert gate_groups(params, products) == ((0, 1, 3), (2,))  # the sigmoids, then the cell gate's tanh
+            in_offsets = with_gate_multipliers(in_offsets, params, "input_fc")
+            rec_offsets = with_gate_multipliers(rec_offsets, params, "recurrent_fc")
         weights = (interleave_gate_weights(w_in), interleave_gate_weights(w_rec)) if interleave \
             else (rows_padded(w_in), rows_padded(w_rec)) if rows else (w_in, w_rec)
         arrays = [data, hidden, cell, *weights, in_offsets, rec_offsets, signed_sigmoid_table()]
         tensors = [te.placeholder(a.shape, str(a.dtype)) for a in arrays]
-        out = lstm_int8(*tensors, params=_params(), products=products)
+        out = lstm_int8(*tensors, params=params, products=products)
         built = tvm.compile(te.create_prim_func([*tensors, out]), target="llvm")
         args = [tvm.runtime.tensor(a) for a in (*arrays, np.zeros((batch, steps, units), np.int8))]
         built(*args)
         results.append([args[k].numpy() for k in (-1, 1, 2)])  # output, hidden and cell states
-    for row_major, interleaved, rows in zip(*results):
-        np.testing.assert_array_equal(interleaved, row_major)
-        np.testing.assert_array_equal(rows, row_major)
+    for row_major, *others in zip(*results):
+        for other in others:
+            np.testing.assert_array_equal(other, row_major)

@@ -1,7 +1,8 @@
 """The RISC-V backend's hand-written C helpers (backends/riscv/helpers/templates/*.h.in) pass their C unit tests
 (tests/c/test_riscv_mac.c, test_riscv_mac_pairs.c, test_riscv_depthwise_mac.c: each helper against the plain loop of its contract, on edge values and odd
 counts; test_riscv_fc_rows.c: the fully connected rows and
-test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles and test_riscv_depthwise_tiles.c: a depthwise pixel's
+test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles, and the MAC over tiled rows and its pixel pairs'
+tiles, and test_riscv_depthwise_tiles.c: a depthwise pixel's
 channel tiles, interior or border, against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares, and
 test_requantize_s8.c, the Helium epilogue's, whose the RISC-V epilogue of any double rounding shares: against
 the bundle's scalar requantization helpers; test_requantize_biased.c, the element loops' biased requantization with
@@ -47,7 +48,8 @@ UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_smal
          "requantize_biased"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
 requantization epilogues ("double_small"'s and any double rounding's), the per-tensor fully connected rows, a
-convolution's pixel tiles and a depthwise pixel's tiles, interior and border (against the scalar helpers too), and
+convolution's pixel tiles (and the tiled rows' pairs), and a depthwise pixel's tiles, interior and border (against the
+scalar helpers too), and
 the four-channel tiles (the DSP cores' test of that contract, whole tiles only), the MAC over interleaved weights
 (the DSP cores' test of its contract and name), and the biased requantization, inlined and out of line."""
 CONV_TILES4_HEADER = "conv_tiles_s8x4.h"

@@ -1,8 +1,8 @@
-"""An RV32 FULLY_CONNECTED over several int8 rows (its weights not paired: a transformer's token rows) runs its row
-pairs' channel tiles as one call each of the fused pair helper over the weights as stored
-(`<prefix>_pair_tiles_w8_s8x8`, backends/riscv/schedules/mac.py RISCV_PAIR_TILES_W8) where its MACs pay the helper
-(`int8_pairs_pay`), not a copy of the two-pixel int8 MAC inlined in the kernel; bit-exact against TFLite Micro on
-QEMU virt."""
+"""An RV32 FULLY_CONNECTED over several int8 rows (its weights not paired: a transformer's token rows) takes its
+weights as tiled rows (`tvm_ext.kernels.dense.tile_rows`) and runs its row pairs' channel tiles as one call each of the
+fused pair helper over them (`<prefix>_pair_tiles_tiled_s8x8`, backends/riscv/schedules/mac.py `tiled_pair_tiles`;
+its `_part` form where the last tile stores fewer channels), not a copy of the two-pixel int8 MAC inlined in the
+kernel; bit-exact against TFLite Micro on QEMU virt."""
 
 from __future__ import annotations
 
@@ -16,16 +16,16 @@ from virt_kernels import virt_kernels  # noqa: E402
 
 def six_row_model(folder):
     """FULLY_CONNECTED of 6 rows of 120 inputs to 16 units, per-channel weights: 11,520 MACs, enough for the MAC
-    helpers (backends.riscv.schedules.HELPER_MIN_MACS) and few enough for the fused pairs (`int8_pairs_pay`)."""
+    helpers (backends.riscv.schedules.HELPER_MIN_MACS)."""
     path = folder / "fc_rows6.tflite"
     path.write_bytes(fully_connected_model((6, 120), 16, keep_num_dims=False, seed=3, per_channel=True))
     return path
 
 
-def test_riscv_rows_of_a_fully_connected_call_the_fused_int8_pairs(compiled) -> None:
+def test_riscv_rows_of_a_fully_connected_call_the_fused_tiled_pairs(compiled) -> None:
     model, kernels = virt_kernels(compiled, six_row_model)
-    assert f"{model}_pair_tiles_w8_s8x8" in kernels, kernels
-    assert f"{model}_mac_s8x2x8_row(" not in kernels, kernels
+    assert f"{model}_pair_tiles_tiled_s8x8" in kernels, kernels
+    assert f"{model}_mac_s8x2x8_row(" not in kernels and f"{model}_mac_s8x2x8_tiled(" not in kernels, kernels
 
 
 def padded_units_model(folder):
@@ -38,5 +38,7 @@ def padded_units_model(folder):
 
 def test_riscv_rows_of_a_fully_connected_with_a_padded_last_tile_compile_bit_exact(compiled) -> None:
     # The pair tiles read the last tile's bound off its epilogue call and asked for the family's partial pair
-    # tiles, which RV32 has none of: every such model (a ViT of 30 dimensions) was an internal error.
-    virt_kernels(compiled, padded_units_model)
+    # tiles, which RV32 had none of: every such model (a ViT of 30 dimensions) was an internal error. The tiled
+    # pairs' `_part` form stores the last tile's 6 channels.
+    model, kernels = virt_kernels(compiled, padded_units_model)
+    assert f"{model}_pair_tiles_tiled_part_s8x8" in kernels, kernels

@@ -134,6 +134,36 @@ def test_round_half_to_even_is_exact_on_ties_and_large_values():
     np.testing.assert_array_equal(out.numpy(), np.rint(values))
 
 
+def _one_group_conv(tmp_path, case: str, x_shape: list[int]):
+    """The path of a QLinearConv model of CONV_CASES[case] (one group, without its bias) over an x of ``x_shape``."""
+    x_type, w_type, (x_scale, w_scale, y_scale), weight_high, _, attrs = CONV_CASES[case]
+    rng = np.random.default_rng(7)
+    info = np.iinfo(w_type)
+    low, high = (info.min, info.max) if weight_high is None else (-weight_high, weight_high)
+    weights = rng.integers(low, high + 1, (4, x_shape[1], 3, 3)).astype(w_type)
+    w_zero_point = np.zeros(np.shape(w_scale), w_type) if w_type == np.int8 else np.full(np.shape(w_scale), 131, w_type)
+    x_zero_point = 128 if x_type == np.uint8 else -3
+    constants = [numpy_helper.from_array(weights, "w"), *_quant("x", x_scale, x_zero_point, x_type),
+                 *_quant("w", w_scale, w_zero_point, w_type), *_quant("y", y_scale, 5, x_type)]
+    node = helper.make_node("QLinearConv", ["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale",
+                                            "y_zero_point"], ["y"], name="conv", **attrs)
+    return _save(tmp_path, node, [helper.make_tensor_value_info("x", ONNX_TYPE[x_type], x_shape)],
+                 ONNX_TYPE[x_type], constants, 10)
+
+
+def test_qlinear_conv_on_a_dsp_core_reads_an_nhwc_copy_and_matches_onnxruntime(tmp_path):
+    """On cortex-m4f a QLinearConv of enough MACs reads an NHWC copy of its input (a transpose kernel writes it:
+    tvm_ext.transform.qlinear_channels_last) and OHWI weights, its window rows one run the dual MAC takes a word at
+    a time; still onnxruntime's bit for bit, ties rounded half to even."""
+    if missing_tools():
+        pytest.skip("needs the Cortex-M tools")
+    bundle = compile(_one_group_conv(tmp_path, "ties_round_half_to_even", [1, 8, 24, 24]), "cortex-m4f",
+                     tmp_path / "out")
+    _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
+    assert [call.kernel.split("_")[-2] for call in bundle.plan.calls][:1] == ["transpose"], bundle.plan.calls
+    assert "dual_mac" in (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+
+
 @pytest.mark.parametrize("case", ["ties_round_half_to_even", "uint8_per_tensor_pads_strides"])
 def test_qlinear_conv_on_a_core_without_fpu_requantizes_in_integers_and_matches_onnxruntime(tmp_path, case):
     """On rv32imc (no floating-point unit) the QLinearConv kernel calls the bundle's integer helper of onnxruntime's
@@ -141,20 +171,7 @@ def test_qlinear_conv_on_a_core_without_fpu_requantizes_in_integers_and_matches_
     arithmetic, and still equals onnxruntime bit for bit, ties included."""
     if missing_tools(RISCV_TOOLS):
         pytest.skip("needs the RISC-V tools")
-    x_type, w_type, (x_scale, w_scale, y_scale), weight_high, bias, attrs = CONV_CASES[case]
-    rng = np.random.default_rng(7)
-    info = np.iinfo(w_type)
-    low, high = (info.min, info.max) if weight_high is None else (-weight_high, weight_high)
-    weights = rng.integers(low, high + 1, (4, 4, 3, 3)).astype(w_type)
-    w_zero_point = np.zeros(np.shape(w_scale), w_type) if w_type == np.int8 else np.full(np.shape(w_scale), 131, w_type)
-    x_zero_point = 128 if x_type == np.uint8 else -3
-    constants = [numpy_helper.from_array(weights, "w"), *_quant("x", x_scale, x_zero_point, x_type),
-                 *_quant("w", w_scale, w_zero_point, w_type), *_quant("y", y_scale, 5, x_type)]
-    node = helper.make_node("QLinearConv", ["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale",
-                                            "y_zero_point"], ["y"], name="conv", **attrs)
-    path = _save(tmp_path, node, [helper.make_tensor_value_info("x", ONNX_TYPE[x_type], [1, 4, 9, 8])],
-                 ONNX_TYPE[x_type], constants, 10)
-    bundle = compile(path, "rv32imc", tmp_path / "out")
+    bundle = compile(_one_group_conv(tmp_path, case, [1, 4, 9, 8]), "rv32imc", tmp_path / "out")
     _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
     assert "_requantize_float32(" in kernels and "floorf" not in kernels, kernels

@@ -25,14 +25,16 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 QLINEAR_CONV = "tvm_ext.onnx_qlinear_conv"
+# QLinearConv's marker over x permuted to NHWC, the same operands (tvm_ext.transform.qlinear_channels_last).
+QLINEAR_CONV_CHANNELS_LAST = "tvm_ext.onnx_qlinear_conv_channels_last"
 QLINEAR_MATMUL = "tvm_ext.onnx_qlinear_matmul"
 QLINEAR_ADD = "tvm_ext.onnx_qlinear_add"
 QLINEAR_MUL = "tvm_ext.onnx_qlinear_mul"
 QLINEAR_AVERAGE_POOL = "tvm_ext.onnx_qlinear_average_pool"
 QLINEAR_GLOBAL_AVERAGE_POOL = "tvm_ext.onnx_qlinear_global_average_pool"
 QLINEAR_SOFTMAX = "tvm_ext.onnx_qlinear_softmax"
-MARKERS = (QLINEAR_CONV, QLINEAR_MATMUL, QLINEAR_ADD, QLINEAR_MUL, QLINEAR_AVERAGE_POOL, QLINEAR_GLOBAL_AVERAGE_POOL,
-           QLINEAR_SOFTMAX)
+MARKERS = (QLINEAR_CONV, QLINEAR_CONV_CHANNELS_LAST, QLINEAR_MATMUL, QLINEAR_ADD, QLINEAR_MUL, QLINEAR_AVERAGE_POOL,
+           QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_SOFTMAX)
 CONV_OPERANDS = 9  # x .. y_zero_point, then B (or no B)
 
 

@@ -186,7 +186,7 @@ def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,
         return padded
     pays = ctx.one_row_padding_pays
     row_len, channels = int(np.prod(weight.shape[:3])), int(weight.shape[3])
-    pays_here = pays is not None and pays(row_len, channels, padded)
+    pays_here = pays is not None and pays(row_len, channels, padded, 1)  # priced alone: its own call
     return padded if pays_here and ctx.flash_budget.grants(conv, (padded - channels) * row_len) else None
 
 

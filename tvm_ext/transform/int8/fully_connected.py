@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -11,7 +12,7 @@ import tvm
 from tvm import relax
 
 from ...kernels import fully_connected_int8
-from ...kernels.dense import PAIRED_TILE, STACKED_TILE, WIDE_GROUP, stacks_rows, widens_rows
+from ...kernels.dense import PAIRED_TILE, STACKED_TILE, TILED_TILE, WIDE_GROUP, stacks_rows, widens_rows
 from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
 from .conv import one_pixel_shapes
 from .graph import Graph
@@ -40,12 +41,14 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     tiled = weight_values if padded_units is None else np.pad(
         weight_values, ((0, padded_units - weight_values.shape[0]), (0, 0)))
     widened = _widens(tiled, data.tensor, operands.core, ctx)
+    paired = ctx.paired_weights and _pairs(tiled, data.tensor)
     return MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
                      weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
                      ctx.rounding, channel_axis=0, folds_zero_point=True,
-                     paired_weights=ctx.paired_weights and _pairs(tiled, data.tensor),
+                     paired_weights=paired,
                      stacked_rows=ctx.stacked_rows and not widened and _stacks(tiled, data.tensor),
-                     widened_rows=widened, padded_units=padded_units)
+                     widened_rows=widened, padded_units=padded_units,
+                     tiled_rows=ctx.tiled_rows and not paired and _tiles(tiled, data.tensor))
 
 
 def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
@@ -54,7 +57,8 @@ def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
     backend's MAC tile (``padded_channels``, ``LoweringContext.dense_unit_tile``; a 10-class head: 5.3-5.9
     instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile, or of one int8 row whatever
     its channels, is padded where the backend says its MACs pay the padded kernel's code
-    (``LoweringContext.one_row_padding_pays``, with the flash holding the zero rows), else it keeps its scalar
+    (``LoweringContext.one_row_padding_pays``, over every call of that kernel: the model's one-row layers of its
+    shape, `one_row_shapes`; with the flash holding the zero rows), else it keeps its scalar
     loop: one price for every core (measured on cortex-m4f, hello_world's 1-unit layer took more instructions
     padded, the helper's call for 16 MACs, and keyword_scrambled's 2-unit one more code; vit_tiny_16's 48 -> 10 head
     unpadded 1,642 more instructions for 236 B less; on cortex-m55 a 64 -> 10 head padded saved 2,333 instructions
@@ -66,8 +70,33 @@ def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
     if padded is None or (weight.shape[0] >= tile and not _one_int8_row(data)):
         return padded
     units, depth = (int(d) for d in weight.shape)
-    pays = ctx.one_row_padding_pays is not None and ctx.one_row_padding_pays(depth, units, padded)
+    pays = ctx.one_row_padding_pays is not None and ctx.one_row_padding_pays(
+        depth, units, padded, max(1, one_row_shapes(ctx.graph)[depth, units]))
     return padded if pays and ctx.flash_budget.grants(layer, (padded - units) * depth) else None
+
+
+_SHAPES: "weakref.WeakKeyDictionary[Graph, Counter]" = weakref.WeakKeyDictionary()
+
+
+def one_row_shapes(graph: Graph) -> Counter:
+    """How many of ``graph``'s matmuls multiply one row of K inputs by weights of O output channels, per (K, O): the
+    calls of the one kernel such layers share where their padding is priced (``_padded_units``; the kernel takes
+    its weights, bias and requantization as arguments, so a converter-unrolled recurrent cell's steps, one layer
+    repeated, call one kernel: kws_gru23_29x10_int8's 29 steps of 10 -> 69 and 29 of 23 -> 69). Read once per
+    graph."""
+    if graph not in _SHAPES:
+        matmul = tvm.ir.Op.get("relax.matmul")
+        shapes: Counter = Counter()
+        for binding in graph.bindings:
+            call = binding.value
+            if not (isinstance(call, relax.Call) and call.op.same_as(matmul)):
+                continue
+            data, weight = (list(arg.ty.shape) for arg in call.args[:2])
+            shape = [getattr(d, "value", None) for d in data + weight]
+            if len(data) == 2 and len(weight) == 2 and shape[0] == 1 and None not in shape:
+                shapes[shape[1], shape[3]] += 1
+        _SHAPES[graph] = shapes
+    return _SHAPES[graph]
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
@@ -76,6 +105,13 @@ def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
     whole tiles of PAIRED_TILE output channels."""
     return (_one_int8_row(data) and weight.dtype == np.int8 and weight.ndim == 2
             and weight.shape[0] % PAIRED_TILE == 0)
+
+
+def _tiles(weight: np.ndarray, data: relax.Expr) -> bool:
+    """Whether the kernel can take tiled rows (`tvm_ext.kernels.dense.tile_rows`): several rows of int8 data (a
+    pixel pair's tile MAC reads both rows' inputs), int8 weights, whole tiles of TILED_TILE output channels."""
+    return (str(data.ty.dtype) == "int8" and len(data.ty.shape) == 2 and getattr(data.ty.shape[0], "value", 1) > 1
+            and weight.dtype == np.int8 and weight.ndim == 2 and weight.shape[0] % TILED_TILE == 0)
 
 
 def _stacks(weight: np.ndarray, data: relax.Expr) -> bool:

@@ -88,6 +88,9 @@ class LoweringContext:
     stacked_rows: bool = False
     """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
     where the weights allow it."""
+    tiled_rows: bool = False
+    """Whether int8 FULLY_CONNECTED kernels of several int8 input rows take their weights in tiles of eight channels
+    input after input (``tvm_ext.kernels.dense.tile_rows``; ``backends.backend.KernelSchedules.tiled_rows``)."""
     widened_rows_pay: Optional[Callable[[int, bool], bool]] = None
     """Whether int8 FULLY_CONNECTED kernels of one input row take their weights widened to int16
     (``tvm_ext.kernels.dense.widen_rows``) where the weights allow it and ``flash_budget`` grants each layer's extra
@@ -101,6 +104,9 @@ class LoweringContext:
     """Whether a recurrent cell's products (an LSTM's gates, an SVDF's feature product) run over all of its units in
     one block over TFLite's rows where they do not take interleaved weights
     (``backends.backend.KernelSchedules.whole_gate_rows``)."""
+    gate_loop_bytes: int = 0
+    """The code of one LSTM gate's loop, saved for each gate rolled into a loop with others of its form where that pays
+    (``backends.backend.KernelSchedules.gate_loop_bytes``; 0: never)."""
     svdf_unit_rows: tuple[str, ...] = ()
     """The SVDF state types whose time product and requantization are one TE extern stage, unit after unit
     (``backends.backend.KernelSchedules.svdf_unit_rows``)."""
@@ -140,10 +146,10 @@ class LoweringContext:
     """Whether an int8 CONV_2D of one pixel's 1x1 window runs as a FULLY_CONNECTED's stacked rows, given its row
     length, its channels (whole tiles) and those of every such convolution of the model
     (``backends.backend.KernelSchedules.one_pixel_rows_pay``; None: never)."""
-    one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
+    one_row_padding_pays: Optional[Callable[[int, int, int, int], bool]] = None
     """Whether an int8 CONV_2D of one output pixel, or a FULLY_CONNECTED of one int8 row (whatever its channels), pads
-    its output channels to ``dense_unit_tile`` too, given each channel's MACs, its channels and their padded count
-    (``backends.backend.KernelSchedules.one_row_padding_pays``; None: never)."""
+    its output channels to ``dense_unit_tile`` too, given each channel's MACs, its channels, their padded count and
+    its kernel's calls per inference (``backends.backend.KernelSchedules.one_row_padding_pays``; None: never)."""
     qlinear_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
     None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""

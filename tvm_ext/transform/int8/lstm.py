@@ -19,15 +19,18 @@ that fusion never turns a state into a kernel-local buffer. The scales are TFLM'
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional, Union
 
 import numpy as np
 from tvm import relax
 
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from ...frontend.tflite_ops.lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
 from ...kernels.extern_mac import rows_padded
-from ...kernels.lstm import (GATES, LstmQuantization, gate_products, interleave_gate_weights, lstm_int8, lstm_params,
-                             signed_sigmoid_table)
+from ...kernels.lstm import (GATES, GateProducts, LstmParams, LstmQuantization, gate_groups, gate_products,
+                             interleave_gate_weights, lstm_int8, lstm_params, signed_sigmoid_table,
+                             with_gate_multipliers)
 from .graph import Quant
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, widen_gate_weights
 from tvm_ext.layers import MACS_ATTR, OPAQUE_PATTERN, STATE_OPERANDS_ATTR
@@ -46,6 +49,25 @@ def _dequantized_constants(fields, ctx: LoweringContext) -> Optional[list[tuple[
             return None
         constants.append((value, quant))
     return constants
+
+
+ROLLED_GATE_EXTRA = 30
+"""The instructions a gate rolled into one loop with others adds per step, at the most (its pointers and row no
+longer constant offsets, the loop's control; its multipliers one load each: ``tvm_ext.kernels.lstm._gate_mbqm``),
+measured on rv32imc with the three sigmoid gates in one loop: kws_lstm27_37x11 (seed 71) 886,769 -> 889,706
+instructions over 37 steps (26.5 a gate a step), kws_lstm_40x16 7,068,840 -> 7,072,413 over 40 (29.8)."""
+
+
+def rolls_gates(params: LstmParams, products: GateProducts, gate_loop_bytes: int, steps: int) -> bool:
+    """Whether the kernel's whole gates (``products.whole_gates``) of one form run in one loop (``gate_groups``):
+    where the code of the gate loops this saves, ``gate_loop_bytes`` each (a core's, 0: never), at the price of code
+    (``backends.code_price.INSTRUCTIONS_PER_BYTE``) exceeds ROLLED_GATE_EXTRA instructions per rolled gate over
+    ``steps`` steps (of every batch row)."""
+    if not gate_loop_bytes or not products.whole_gates:
+        return False
+    groups = [group for group in gate_groups(params, dataclasses.replace(products, rolled=True)) if len(group) > 1]
+    saved = sum(len(group) - 1 for group in groups) * gate_loop_bytes
+    return saved * INSTRUCTIONS_PER_BYTE > steps * ROLLED_GATE_EXTRA * sum(len(group) for group in groups)
 
 
 def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
@@ -72,15 +94,19 @@ def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Misma
                          time_major=bool(callee.attrs[TIME_MAJOR_ATTR]), rounding=ctx.rounding)
     stacked_input = np.stack([w for w, _ in input_weights])
     stacked_recurrent = np.stack([w for w, _ in recurrent_weights])
+    rows = int(np.prod([int(extent) for extent in ctx.lowered[source].ty.shape][:2]))  # steps x batch rows
     input_offsets, recurrent_offsets, products = gate_products(np.stack(biases).astype(np.int32), stacked_input,
                                                                stacked_recurrent, params,
                                                                interleave=ctx.interleaved_gate_weights,
                                                                rows=ctx.whole_gate_rows)
+    if rolls_gates(params, products, ctx.gate_loop_bytes, rows):
+        products = dataclasses.replace(products, rolled=True)
+        input_offsets = with_gate_multipliers(input_offsets, params, "input_fc")
+        recurrent_offsets = with_gate_multipliers(recurrent_offsets, params, "recurrent_fc")
     func_attrs = {STATE_OPERANDS_ATTR: (_HIDDEN, _CELL), "op_pattern": OPAQUE_PATTERN}
     if products.whole_gates:
         units, depth = stacked_recurrent.shape[1], stacked_input.shape[2]
         # the layer's MACs, not the zero weights' of the padding (tvm_ext.plan.macs.with_mac_count keeps this)
-        rows = int(np.prod([int(extent) for extent in ctx.lowered[source].ty.shape][:2]))
         func_attrs[MACS_ATTR] = rows * len(GATES) * units * (depth + units)
     if products.rows:
         stacked_input, stacked_recurrent = rows_padded(stacked_input), rows_padded(stacked_recurrent)

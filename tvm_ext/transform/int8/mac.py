@@ -11,7 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.dense import pair_weights, stack_rows, widen_rows
+from ...kernels.dense import pair_weights, stack_rows, tile_rows, widen_rows
 from ...kernels.fixed_point import (INT32_MAX, fits_small_input, high_mul_16x8_multipliers, largest_centered,
                                     reduce_16x8_multipliers, shifts_right_only)
 from ...kernels.quant_params import ActivationRange
@@ -75,6 +75,9 @@ class MacKernel:
     # FULLY_CONNECTED only: the kernel takes ``weight`` as `widen_rows`' int16 halves where it multiplies raw int8
     # inputs, as ``stacked_rows`` (`LoweringContext.widened_rows`; the flash budget granted their extra bytes).
     widened_rows: bool = False
+    # FULLY_CONNECTED only: the kernel takes ``weight`` as `tile_rows`' bytes, each tile of eight channels input after
+    # input (`LoweringContext.tiled_rows`).
+    tiled_rows: bool = False
     # CONV_2D with ``weight_layout`` OHWI_PADDED only: each output channel's weights, zeros after its window
     # (`LoweringContext.conv_weight_length`).
     weight_length: Optional[int] = None
@@ -153,6 +156,9 @@ class MacKernel:
         elif self.stacked_rows and (folded is not None or self.input_zero_point == 0):
             weight_constant = relax.const(stack_rows(weight))
             layout = {"stacked_rows": True}
+        elif self.tiled_rows:
+            weight_constant = relax.const(tile_rows(weight))
+            layout = {"tiled_rows": True}
         elif self.widened_weights:
             weight_constant = relax.const(np.ascontiguousarray(weight.astype(np.int16)))
         else:

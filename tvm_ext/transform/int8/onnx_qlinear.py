@@ -20,8 +20,8 @@ from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
 from ...frontend.onnx_ops.qlinear_ops import (MARKERS, QLINEAR_ADD, QLINEAR_AVERAGE_POOL, QLINEAR_CONV,
-                                              QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL, QLINEAR_MUL,
-                                              QLINEAR_SOFTMAX)
+                                              QLINEAR_CONV_CHANNELS_LAST, QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL,
+                                              QLINEAR_MUL, QLINEAR_SOFTMAX)
 from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from ...kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul, qlinear_mul_ratio,
                                                 vector_is_second)
@@ -76,7 +76,8 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
          ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
     """QLinearConv or QLinearMatMul (with QGemm's bias): the kernel reads the scales' multiplier when they are
     constants, else the three scales; a QLinearConv the backend's own kernel takes is that kernel's
-    (`_own_conv_call`)."""
+    (`_own_conv_call`); a channels-last one's (an NHWC input, ``tvm_ext.transform.qlinear_channels_last``) reads
+    its constant weights permuted to OHWI."""
     data_name, _, _, weight_name, *_ = _OPERANDS[marker]
     data, weight = operands.pop(data_name), operands.pop(weight_name)
     scale_names = [name for name in operands if name.endswith("_scale")]
@@ -90,12 +91,15 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
         operands["multiplier"] = multiplier
     if ctx.integer_requantization:
         operands["integer_requantization"] = True
-    folded = _folded_operands(weight, operands) if marker == QLINEAR_CONV else None
+    folded = _folded_operands(weight, operands) if marker != QLINEAR_MATMUL else None
     operands = _immediate_zero_points(operands)
     if marker == QLINEAR_MATMUL:
         return KernelCall("QLinearMatMul", call, qlinear_matmul, (data, weight), operands)
     strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
     attrs = {"strides": strides, "pads": pads, "dilations": dilations, "group": int(geometry[3].value)}
+    if marker == QLINEAR_CONV_CHANNELS_LAST:  # its constant weights OHWI, as its NHWC input
+        weight = relax.const(np.ascontiguousarray(weight.value.numpy().transpose(0, 2, 3, 1)))
+        attrs["channels_last"] = True
     if folded is not None:
         operands = {**operands, "bias": relax.const(folded), "zero_point_in_bias": True}
     return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
@@ -237,12 +241,13 @@ _OPERANDS = {
     QLINEAR_ADD: ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "c_scale", "c_zero_point"),
     QLINEAR_AVERAGE_POOL: ("x", "x_scale", "x_zero_point", "y_scale", "y_zero_point"),
 }
+_OPERANDS[QLINEAR_CONV_CHANNELS_LAST] = _OPERANDS[QLINEAR_CONV]
 _OPERANDS[QLINEAR_MUL] = _OPERANDS[QLINEAR_ADD]
 _OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_SOFTMAX] = _OPERANDS[QLINEAR_AVERAGE_POOL]
-_GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_AVERAGE_POOL: 4}
+_GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_CONV_CHANNELS_LAST: 4, QLINEAR_AVERAGE_POOL: 4}
 _KERNEL_CALLS: dict[str, Callable[[str, relax.Call, dict, list, LoweringContext], Union[KernelCall, Mismatch]]] = {
-    QLINEAR_CONV: _mac, QLINEAR_MATMUL: _mac, QLINEAR_ADD: _binary, QLINEAR_MUL: _binary,
-    QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool, QLINEAR_SOFTMAX: _softmax,
+    QLINEAR_CONV: _mac, QLINEAR_CONV_CHANNELS_LAST: _mac, QLINEAR_MATMUL: _mac, QLINEAR_ADD: _binary,
+    QLINEAR_MUL: _binary, QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool, QLINEAR_SOFTMAX: _softmax,
 }
 
 
