@@ -111,8 +111,8 @@ from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8, helium_adds_pay
 from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium_qlinear_conv
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
-from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
-                                                      padded_float_calls)
+from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, HELIUM_FLOAT_TILE_MIN_MACS, float_epilogue_calls,
+                                                      float_mac_replacement, padded_float_calls)
 from backends.cortex_m.schedules.helium_shared_borders import border_uses, shared_borders
 from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
@@ -396,6 +396,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # ... widened to int16 where the model's layers pay the helpers and the flash holds them
         widened_rows_pay=widened_rows_pay if dsp_only else None,
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        # a float MAC kernel of few MACs keeps one accumulator: its tile's code costs more than it saves
+        float_tile_min_macs=HELIUM_FLOAT_TILE_MIN_MACS if has_mve(profile) else 0,
         int8_add_pays=helium_adds_pay if has_mve(profile) else None,
         # the DSP cores' ADD, SUB and SQUARED_DIFFERENCE from their operands' tabled values (measured on cortex-m4f), on
         # Helium too where its own ADD does not take the operator (two computed operands of one shape): cortex-m55's
