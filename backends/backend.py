@@ -253,8 +253,8 @@ class KernelSchedules:
     """The fewest MACs of one call (the kernel's count, `tvm_ext.plan.macs`) at which a float MAC kernel takes a tile
     of accumulators (`float_channel_tiles`, or the integer tile); below, one accumulator (`tvm_ext.lower`'s
     ScheduleKernels): for a core without an FPU, where each MAC is two library calls and the tile's unrolled calls
-    cost more code than the instructions they save pay at the one price of code. 0: every float MAC kernel takes its
-    tile."""
+    cost more code than the instructions they save pay at the one price of code, and for a Helium core, whose float
+    tile inlines its helpers in each kernel. 0: every float MAC kernel takes its tile."""
     stacked_rows: bool = False
     """Whether the int8 lowering gives a FULLY_CONNECTED kernel of one input row its weights stacked two channels to
     an int16 half (`tvm_ext.kernels.dense.stack_rows`) where the weights allow it, for a core whose helper
