@@ -297,7 +297,7 @@ class KernelSchedules:
     fits and the flash holds the tables (it returns a TE tensor), or None: the generic kernel."""
     dense_unit_tile: int = 0
     """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
-    or a CONV_2D's output channels with zero weight rows where it does not divide them, for a core whose MAC helper
+    or a CONV_2D's (int8 or 16x8) output channels with zero weight rows where it does not divide them, for a core whose MAC helper
     computes whole tiles (`tvm_ext.kernels.dense.fully_connected_int8`'s and `tvm_ext.kernels.conv.conv2d_int8`'s
     `units`; `tvm_ext.transform.int8.conv` says which convolutions); 0: never padded."""
     one_pixel_rows_pay: Optional[Callable[[int, int, tuple[tuple[int, int], ...]], bool]] = None

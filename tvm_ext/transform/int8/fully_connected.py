@@ -50,10 +50,10 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
 
 def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
                   ctx: LoweringContext) -> Optional[int]:
-    """The output channels of a FULLY_CONNECTED (``layer``) of int8 ``data`` and weights [O, K] padded to whole tiles of the
-    backend's MAC tile (``padded_channels``, ``LoweringContext.dense_unit_tile``; a 10-class head: 5.3-5.9
-    instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile, or of one int8 row whatever
-    its channels, is padded where the backend says its MACs pay the padded kernel's code
+    """The output channels of a FULLY_CONNECTED (``layer``) of int8 or int16 (16x8) ``data`` and int8 weights [O, K]
+    padded to whole tiles of the backend's MAC tile (``padded_channels``, ``LoweringContext.dense_unit_tile``; a
+    10-class head: 5.3-5.9 instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile, or of
+    one row whatever its channels, is padded where the backend says its MACs pay the padded kernel's code
     (``LoweringContext.one_row_padding_pays``, with the flash holding the zero rows), else it keeps its scalar
     loop: one price for every core (measured on cortex-m4f, hello_world's 1-unit layer took more instructions
     padded, the helper's call for 16 MACs, and keyword_scrambled's 2-unit one more code; vit_tiny_16's 48 -> 10 head
@@ -63,7 +63,7 @@ def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
     if weight.ndim != 2:
         return None
     padded = padded_channels(weight, data, tile)
-    if padded is None or (weight.shape[0] >= tile and not _one_int8_row(data)):
+    if padded is None or (weight.shape[0] >= tile and not _one_row(data)):
         return padded
     units, depth = (int(d) for d in weight.shape)
     pays = ctx.one_row_padding_pays is not None and ctx.one_row_padding_pays(depth, units, padded)
@@ -157,7 +157,12 @@ def _one_row_layers(graph: Graph) -> tuple[tuple[tuple[relax.Call, int, int], ..
 
 def _one_int8_row(data: relax.Expr) -> bool:
     """Whether ``data`` is one row of int8 (the paired and the stacked MACs' calls take one)."""
-    return str(data.ty.dtype) == "int8" and getattr(data.ty.shape[0], "value", None) == 1
+    return str(data.ty.dtype) == "int8" and _one_row(data)
+
+
+def _one_row(data: relax.Expr) -> bool:
+    """Whether ``data`` is one row (of any type)."""
+    return getattr(data.ty.shape[0], "value", None) == 1
 
 
 LOWERING = Lowering(frozenset({"FULLY_CONNECTED"}), ends_float_operator, match)

@@ -134,8 +134,8 @@ class LoweringContext:
     """Whether ``few_channel_depthwise`` takes a layer of these shapes with a kernel reading its weights as int8
     (``backends.backend.KernelSchedules.depthwise_rows_take``; None: never)."""
     dense_unit_tile: int = 0
-    """The channel tile int8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero weight
-    rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
+    """The channel tile int8 and 16x8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero
+    weight rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
     one_pixel_rows_pay: Optional[Callable[[int, int, tuple[tuple[int, int], ...]], bool]] = None
     """Whether an int8 CONV_2D of one pixel's 1x1 window runs as a FULLY_CONNECTED's stacked rows, given its row
     length, its channels (whole tiles) and those of every such convolution of the model
