@@ -362,6 +362,10 @@ class KernelSchedules:
     """The most window taps of an int8 DEPTHWISE_CONV_2D (int8 data, depth multiplier 1, channels a multiple of 4)
     whose weights the int8 lowering widens to int16 (`tvm_ext.transform.int8.conv`), for a core whose depthwise
     helpers then read a tap's weights without widening them (twice the weights' bytes); 0: never widened."""
+    widened_16x8_weights: bool = False
+    """Whether the int8 lowering widens a 16x8 CONV_2D's or FULLY_CONNECTED's int8 weights to int16 where its sums stay
+    within int32 and the flash holds them (`tvm_ext.transform.int8.mac.widened_16x8`), for a core whose dual MAC then
+    multiplies a word of int16 inputs by a word of weights as they are (twice the weights' bytes); False: never."""
     interleaved_gate_weights: bool = False
     """Whether the int8 lowering gives a recurrent cell's gate products (an LSTM's gates, an SVDF's feature product)
     their weights interleaved per tile of four units, padded to whole tiles and groups of four

@@ -1,7 +1,9 @@
 """The dual MAC on TFLite's 16x8 operators (int16 activations, int8 weights, int64 bias): where the weights bound
 every sum of products within int32 (32768 * the channel's sum of |w|, tvm_ext/transform/int8/mac.py), CONV_2D
-and FULLY_CONNECTED accumulate in int32 and, on cortex-m4f, call `<prefix>_dual_mac_s16x4` (backends/cortex_m/helpers/dual_mac_c.py:
-int16 input pairs packed by PKHBT/PKHTB in SXTB16's order), one pixel per call, and DEPTHWISE_CONV_2D calls
+and FULLY_CONNECTED accumulate in int32 and, on cortex-m4f, call `<prefix>_dual_mac_s16x4_w16` over their weights
+widened to int16 at compile time (backends/cortex_m/helpers/templates/dual_mac_w16.h.in: a word of int16 inputs by a
+word of weights, one SMLAD), one pixel per call, their output channels padded to whole tiles of four, and
+DEPTHWISE_CONV_2D calls
 `<prefix>_depthwise_mac_s16x4` (backends/cortex_m/helpers/depthwise_mac_c.py: each channel's int16 input half beside its SXTB16
 weight half), bit-exact with TFLite Micro under QEMU and on the host; a layer whose bound exceeds int32 keeps its
 int64 sums and stays bit-exact on inputs that would wrap an int32 sum.
@@ -146,9 +148,9 @@ class HelperCase:
 
 
 HELPER_CASES = {
-    # each operator's call (the SAME one's interior), the padded 1x1 and FULLY_CONNECTED too (else their scalar
-    # loops); pkhtb pairs the int16 inputs
-    "conv": HelperCase(dual_mac_model, {"_dual_mac_s16x4(": 4}, 4, "pkhtb", wide_sum_model),
+    # each operator's call over widened weights (the SAME one's interior), the padded 1x1 and FULLY_CONNECTED too
+    # (else their scalar loops); smlad: the helper's word pairs (the portable path multiplies halves)
+    "conv": HelperCase(dual_mac_model, {"_dual_mac_s16x4_w16(": 4}, 4, "smlad", wide_sum_model),
     # the SAME ones' whole windows and clipped border windows; smlatb: a channel's halves
     "depthwise": HelperCase(depthwise_model, {"_depthwise_mac_s16x4(": 2, "_depthwise_box_s16x4(": 1}, 2, "smlatb",
                             wide_depthwise_model),

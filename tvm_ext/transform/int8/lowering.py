@@ -152,6 +152,10 @@ class LoweringContext:
     """The most window taps of an int8 DEPTHWISE_CONV_2D whose weights are widened to int16
     (``backends.backend.KernelSchedules.widened_depthwise_taps``; 0: never), where ``flash_budget`` grants their
     bytes."""
+    widened_16x8_weights: bool = False
+    """Whether a 16x8 CONV_2D's or FULLY_CONNECTED's int8 weights are widened to int16 where its sums stay within
+    int32 (``backends.backend.KernelSchedules.widened_16x8_weights``; ``mac.widened_16x8``), where ``flash_budget``
+    grants their bytes."""
     flash_budget: FlashBudget = field(default_factory=FlashBudget)
     """What the profile's flash still holds beyond the model's constants, for the choices that store weights in
     more bytes (``FlashBudget``; unlimited unless ``LowerQuantizedToInteger`` has the profile's flash)."""
