@@ -193,8 +193,8 @@ def widened_16x8(mac: MacKernel, ctx: LoweringContext) -> MacKernel:
     calls then take its tiles), the backend reads such weights (``LoweringContext.widened_16x8_weights``) and the
     flash holds their byte more per weight, the padded channels' too (``LoweringContext.flash_budget``, asked for
     the layer's weight operand); else ``mac`` itself. Measured on cortex-m4f: unseen ds_cnn_w33_45x13_16x8's 1x1
-    convolutions of 33 channels 2.6 -> 2.0 instructions per MAC (the dual MAC over int8 weights widens each weight
-    word by two SXTB16 and packs the inputs, 24 instructions per 16 MACs; over int16 ones 18)."""
+    convolutions of 33 channels 2.6 -> 2.2 instructions per MAC (the dual MAC over int8 weights widens each weight
+    word by two SXTB16 and packs the inputs, about 28 instructions per 16 MACs; over int16 ones 22)."""
     reach = mac._accumulator_reach()
     if not ctx.widened_16x8_weights or str(mac.data.ty.dtype) != "int16" or mac.weight.dtype != np.int8 \
             or reach is None or int(reach.max(initial=0)) > INT32_MAX:
