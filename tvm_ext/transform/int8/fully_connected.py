@@ -40,12 +40,13 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     tiled = weight_values if padded_units is None else np.pad(
         weight_values, ((0, padded_units - weight_values.shape[0]), (0, 0)))
     widened = _widens(tiled, data.tensor, operands.core, ctx)
-    return widened_16x8(MacKernel(
-        "FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point, weight_values,
-        operands.bias, multipliers, shifts, out.quant.zero_point, out.activation, ctx.rounding, channel_axis=0,
-        folds_zero_point=True, paired_weights=ctx.paired_weights and _pairs(tiled, data.tensor),
-        stacked_rows=ctx.stacked_rows and not widened and _stacks(tiled, data.tensor), widened_rows=widened,
-        padded_units=padded_units), ctx)
+    mac = MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
+                    weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
+                    ctx.rounding, channel_axis=0, folds_zero_point=True,
+                    paired_weights=ctx.paired_weights and _pairs(tiled, data.tensor),
+                    stacked_rows=ctx.stacked_rows and not widened and _stacks(tiled, data.tensor),
+                    widened_rows=widened, padded_units=padded_units)
+    return widened_16x8(mac, ctx)
 
 
 def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
