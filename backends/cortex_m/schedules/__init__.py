@@ -457,6 +457,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP depthwise helpers' int16 weights (Helium's lanes multiply int8 weights: nothing to widen there):
         # every window whose border the border helper takes (its helpers read int16 weights only)
         widened_depthwise_taps=DSP_WINDOW_TAPS if dsp_only else 0,
+        # a 16x8 CONV_2D's and FULLY_CONNECTED's weights as int16, a word of them one SMLAD with a word of inputs
+        # (`dual_mac_w16.h.in`; measured on cortex-m4f; Helium keeps its int8 weights' helpers until measured)
+        widened_16x8_weights=dsp_only,
         pad_runs=dsp_only,
         # CONCATENATION's runs of 3 bytes more than whole words as whole words: the copy helper's unaligned word on
         # every DSP core (Armv7E-M, Armv8-M Mainline; measured on cortex-m4f)
