@@ -253,8 +253,8 @@ class KernelSchedules:
     """The fewest MACs of one call (the kernel's count, `tvm_ext.plan.macs`) at which a float MAC kernel takes a tile
     of accumulators (`float_channel_tiles`, or the integer tile); below, one accumulator (`tvm_ext.lower`'s
     ScheduleKernels): for a core without an FPU, where each MAC is two library calls and the tile's unrolled calls
-    cost more code than the instructions they save pay at the one price of code. 0: every float MAC kernel takes its
-    tile."""
+    cost more code than the instructions they save pay at the one price of code, and for a Helium core, whose float
+    tile inlines its helpers in each kernel. 0: every float MAC kernel takes its tile."""
     stacked_rows: bool = False
     """Whether the int8 lowering gives a FULLY_CONNECTED kernel of one input row its weights stacked two channels to
     an int16 half (`tvm_ext.kernels.dense.stack_rows`) where the weights allow it, for a core whose helper
@@ -302,7 +302,7 @@ class KernelSchedules:
     fits and the flash holds the tables (it returns a TE tensor), or None: the generic kernel."""
     dense_unit_tile: int = 0
     """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
-    or a CONV_2D's output channels with zero weight rows where it does not divide them, for a core whose MAC helper
+    or a CONV_2D's (int8 or 16x8) output channels with zero weight rows where it does not divide them, for a core whose MAC helper
     computes whole tiles (`tvm_ext.kernels.dense.fully_connected_int8`'s and `tvm_ext.kernels.conv.conv2d_int8`'s
     `units`; `tvm_ext.transform.int8.conv` says which convolutions); 0: never padded."""
     one_pixel_rows_pay: Optional[Callable[[int, int, tuple[tuple[int, int], ...]], bool]] = None
@@ -373,6 +373,10 @@ class KernelSchedules:
     """The most window taps of an int8 DEPTHWISE_CONV_2D (int8 data, depth multiplier 1, channels a multiple of 4)
     whose weights the int8 lowering widens to int16 (`tvm_ext.transform.int8.conv`), for a core whose depthwise
     helpers then read a tap's weights without widening them (twice the weights' bytes); 0: never widened."""
+    widened_16x8_weights: bool = False
+    """Whether the int8 lowering widens a 16x8 CONV_2D's or FULLY_CONNECTED's int8 weights to int16 where its sums stay
+    within int32 and the flash holds them (`tvm_ext.transform.int8.mac.widened_16x8`), for a core whose dual MAC then
+    multiplies a word of int16 inputs by a word of weights as they are (twice the weights' bytes); False: never."""
     interleaved_gate_weights: bool = False
     """Whether the int8 lowering gives a recurrent cell's gate products (an LSTM's gates, an SVDF's feature product)
     their weights interleaved per tile of four units, padded to whole tiles and groups of four

@@ -21,6 +21,10 @@ An address argument may also be a choice between two addresses: a call of an op 
 `register_address_choice`, ``op(condition, a, b)``, is the address `a` where `condition` holds, else `b`
 (TIR has no `Select` of pointers); stream_order reads the call once per branch, as it reads a `Select` of
 constants among the sizes.
+
+A helper may also be registered out of line (`register_out_of_line`): its C is one copy per bundle that no call
+inlines (gcc `noinline`), so its value arguments are run-time parameters at every call, inside a loop or not
+(`tvm_ext.transform.share_constant_variants` may then pass them from a kernel's array of constants).
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ class HelperAccess:
 _ACCESS: dict[str, HelperAccess] = {}
 _ADDRESS_CHOICES: set[str] = set()
 _TRUTH_HINTS: set[str] = set()
+_OUT_OF_LINE: set[str] = set()
 
 
 def register_helper_access(op: str, access: HelperAccess) -> None:
@@ -118,3 +123,14 @@ def register_truth_hint(op: str) -> None:
 def is_truth_hint(op: str) -> bool:
     """Whether the op named `op` was registered as a hint whose value is its argument."""
     return op in _TRUTH_HINTS
+
+
+def register_out_of_line(op: str) -> None:
+    """State that the helper a call of the op named `op` makes is one out-of-line copy per bundle (its C
+    `noinline`): no call site specializes it on its constant arguments."""
+    _OUT_OF_LINE.add(op)
+
+
+def is_out_of_line(op: str) -> bool:
+    """Whether the op named `op` was registered as an out-of-line helper's call."""
+    return op in _OUT_OF_LINE

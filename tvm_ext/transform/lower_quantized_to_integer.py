@@ -182,8 +182,8 @@ class _MainRewriter:
         # whose MACs are not all counted never)
         macs = graph_macs(func) if options.schedules is not None and options.schedules.helper_min_macs else None
         self.plain = macs is not None and macs < options.schedules.helper_min_macs
-        if self.plain:
-            choices["paired_weights"] = choices["tiled_rows"] = False
+        if self.plain:  # no helper reads re-laid-out weights
+            choices["paired_weights"] = choices["tiled_rows"] = choices["widened_16x8_weights"] = False
         if options.flash_bytes is not None:
             constants = constant_bytes(func)
             if choices.get("paired_weights"):

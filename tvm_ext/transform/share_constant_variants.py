@@ -40,7 +40,7 @@ from backends.code_price import INSTRUCTIONS_PER_BYTE, THUMB2_KERNEL_CODE, Kerne
 from packager.fixed_point_c import REQUANTIZE_OPS
 from tvm_ext.layers import (BROADCAST_LOOKUP_ATTR, CONSTANT_RANGES_ATTR, ELEMENTWISE_LOOKUP_ATTR, INDEX_GUARDS_ATTR,
                             OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR)
-from tvm_ext.tir.helper_access import Arg, helper_access
+from tvm_ext.tir.helper_access import Arg, helper_access, is_out_of_line
 from tvm_ext.tir.kernel_names import constant_roles
 from tvm_ext.tir.tir_walk import children, map_child_stmts, map_nodes, walk
 
@@ -92,7 +92,8 @@ def _map_stores(stmt: tirx.Stmt, rewrite: Callable, whole_reads: bool = False, i
     """`stmt` with `rewrite(value)` for each stored value, inside blocks too, and for each value argument of an
     evaluated helper call (`helper_value_arguments`) outside any loop of more than one pass (`in_loop`: inside one, where an inlined
     helper specialized on the value at every pixel would lose that: mobilenet_v2_050_64 cortex-m4f +181,000
-    instructions for 932 B), in source order; with `whole_reads`, each block reading all of each buffer it reads
+    instructions for 932 B) or, of an out-of-line helper (`helper_access.is_out_of_line`: nothing specialized on
+    the value), anywhere (Helium's ADD runs: vit_tiny_16_int8's five ADDs of 64x48 one kernel), in source order; with `whole_reads`, each block reading all of each buffer it reads
     (where its loads' index offsets become the constants': their regions no longer known)."""
     in_loop = in_loop or (isinstance(stmt, tirx.For)
                           and not (isinstance(stmt.extent, tirx.IntImm) and int(stmt.extent.value) == 1))
@@ -108,7 +109,8 @@ def _map_stores(stmt: tirx.Stmt, rewrite: Callable, whole_reads: bool = False, i
     if isinstance(stmt, tirx.BufferStore):
         value = rewrite(stmt.value)
         return stmt if value.same_as(stmt.value) else tirx.BufferStore(stmt.buffer, value, stmt.indices)
-    if isinstance(stmt, tirx.Evaluate) and not in_loop and helper_value_arguments(stmt.value):
+    if isinstance(stmt, tirx.Evaluate) and helper_value_arguments(stmt.value) \
+            and (not in_loop or is_out_of_line(stmt.value.op.name)):
         call, positions = stmt.value, helper_value_arguments(stmt.value)
         args = [rewrite(arg) if k in positions else arg for k, arg in enumerate(call.args)]
         if all(new.same_as(old) for new, old in zip(args, call.args)):

@@ -47,9 +47,9 @@ from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_PAIR_TEMPLATE, 
                                                       DEPTHWISE_ROWS_ANY_TEMPLATE, DEPTHWISE_ROWS_TEMPLATE,
                                                       DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE,
-                                                  STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE, dsp_template_c,
-                                                  mac_helpers_c)
+from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DUAL_MAC_W16_TEMPLATE,
+                                                  FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE,
+                                                  dsp_template_c, mac_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
 from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_left_shifts_c, helium_mac_helpers_c,
                                                helium_mac_rows_c, helium_qlinear_c, helium_requantize_c)
@@ -92,6 +92,16 @@ PAIR_DIRECT_HELPERS = HelperLibrary("cortex_m_pair_direct", pair_direct_helpers_
 """The scratch-free pair tiles of DSP cores (`pair_tiles_c`): a library of its own, which only the bundles whose
 kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses (its calls record both: a kernel may
 call no other helper)."""
+
+
+def dual_mac_w16_helpers_c(prefix: str) -> str:
+    """The dual MAC over int16 weights' C definition for the bundle `prefix` (`dual_mac_c.DUAL_MAC_W16_TEMPLATE`)."""
+    return dsp_template_c(DUAL_MAC_W16_TEMPLATE, prefix)
+
+
+DUAL_MAC_W16_HELPERS = HelperLibrary("cortex_m_dual_mac_w16", dual_mac_w16_helpers_c, (CORTEX_M_HELPERS,))
+"""The 16x8 dual MAC over widened weights of DSP cores (`dual_mac_c.DUAL_MAC_W16_TEMPLATE`): a library of its own,
+which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operations it uses."""
 
 
 def pair_part_helpers_c(prefix: str) -> str:

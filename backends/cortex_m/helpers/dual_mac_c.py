@@ -39,6 +39,10 @@ DUAL_MAC_TEMPLATE = "dual_mac.h.in"
 STACKED_MAC_TEMPLATE = "stacked_mac.h.in"
 """The stacked-rows MAC of a FULLY_CONNECTED's stacked weights (`tvm_ext.kernels.dense.stack_rows`): DSP bundles
 only (after the word operations), not in MAC_HELPER_TEMPLATES, whose list Helium bundles define too."""
+DUAL_MAC_W16_TEMPLATE = "dual_mac_w16.h.in"
+"""The dual MAC of int16 inputs over int16 weights (`<prefix>_dual_mac_s16x4_w16`: a 16x8 layer's weights widened at
+compile time): DSP bundles only, after the word operations, a library of its own
+(`backends.cortex_m.helpers.DUAL_MAC_W16_HELPERS`), so only bundles that call it define it."""
 WIDE_MAC_TEMPLATE = "wide_mac.h.in"
 """The widened-rows MAC of a FULLY_CONNECTED's int16 weights (`tvm_ext.kernels.dense.widen_rows`): DSP bundles only,
 after STACKED_MAC_TEMPLATE (its attributes)."""
@@ -66,6 +70,11 @@ DUAL_MAC_INPUT_TYPES = tuple(_TAGS)
 def dual_mac_helper_name(prefix: str, data: str = "int8") -> str:
     """The C name of the helper of ``data`` inputs in the bundle `prefix`."""
     return f"{prefix}_dual_mac_{_TAGS[data]}x4"
+
+
+def dual_mac_w16_helper_name(prefix: str) -> str:
+    """The C name of the helper of int16 inputs over int16 weights (DUAL_MAC_W16_TEMPLATE) in the bundle `prefix`."""
+    return f"{prefix}_dual_mac_s16x4_w16"
 
 
 def conv_tiles_helper_name(prefix: str, bias: str) -> str:

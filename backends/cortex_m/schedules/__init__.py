@@ -111,8 +111,8 @@ from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8, helium_adds_pay
 from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium_qlinear_conv
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
-from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
-                                                      padded_float_calls)
+from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, HELIUM_FLOAT_TILE_MIN_MACS, float_epilogue_calls,
+                                                      float_mac_replacement, padded_float_calls)
 from backends.cortex_m.schedules.helium_shared_borders import border_uses, shared_borders
 from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
@@ -250,10 +250,17 @@ class HeliumMacSchedules(DualMacSchedules):
     padding products one call each (`helium_depthwise`); a float reduction tiled to output channels is one call of
     the float multiply-accumulate (`helium_float`)."""
 
-    # an SVDF state's shift by the ascending copy: the state shift's STMs measured slower on cortex-m55
-    # (keyword_scrambled 29,833 -> 32,158 instructions, where cortex-m4f's went 47,453 -> 44,194); MAX_POOL_2D's
-    # taps by the maximum's Helium twin (16 lanes a VMAX)
-    extern_calls = staticmethod(functools.partial(extern_helper_calls, state_shift=False, max_ops=HELIUM_MAX_OPS))
+    @staticmethod
+    def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+        """A function of one TE extern stage with the loops in the helpers' forms as their calls
+        (`extern_helper_calls`: an SVDF state's shift by the ascending copy, the state shift's STMs measured slower
+        on cortex-m55, keyword_scrambled 29,833 -> 32,158 instructions where cortex-m4f's went 47,453 -> 44,194;
+        MAX_POOL_2D's taps by the maximum's Helium twin, 16 lanes a VMAX), then its constant scalar
+        requantizations as calls of the biased requantization, as on DSP cores (`DualMacSchedules.extern_calls`;
+        cortex-m55 vit_tiny_16_int8's MEANs: 1,747,605 -> 1,746,694 instructions, 12 B less code)."""
+        return biased_requantize_calls(extern_helper_calls(func, state_shift=False, max_ops=HELIUM_MAX_OPS),
+                                       extern_stage=True)
+
     flatten_odd_pixel_rows = staticmethod(functools.partial(flatten_odd_pixel_rows, odd_only=False))
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_float_or_int_replacement))
     replacement = staticmethod(helium_replacement)
@@ -389,6 +396,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # ... widened to int16 where the model's layers pay the helpers and the flash holds them
         widened_rows_pay=widened_rows_pay if dsp_only else None,
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        # a float MAC kernel of few MACs keeps one accumulator: its tile's code costs more than it saves
+        float_tile_min_macs=HELIUM_FLOAT_TILE_MIN_MACS if has_mve(profile) else 0,
         int8_add_pays=helium_adds_pay if has_mve(profile) else None,
         # the DSP cores' ADD, SUB and SQUARED_DIFFERENCE from their operands' tabled values (measured on cortex-m4f), on
         # Helium too where its own ADD does not take the operator (two computed operands of one shape): cortex-m55's
@@ -448,6 +457,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP depthwise helpers' int16 weights (Helium's lanes multiply int8 weights: nothing to widen there):
         # every window whose border the border helper takes (its helpers read int16 weights only)
         widened_depthwise_taps=DSP_WINDOW_TAPS if dsp_only else 0,
+        # a 16x8 CONV_2D's and FULLY_CONNECTED's weights as int16, a word of them one SMLAD with a word of inputs
+        # (`dual_mac_w16.h.in`; measured on cortex-m4f; Helium keeps its int8 weights' helpers until measured)
+        widened_16x8_weights=dsp_only,
         pad_runs=dsp_only,
         # CONCATENATION's runs of 3 bytes more than whole words as whole words: the copy helper's unaligned word on
         # every DSP core (Armv7E-M, Armv8-M Mainline; measured on cortex-m4f)

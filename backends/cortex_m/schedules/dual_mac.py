@@ -11,7 +11,7 @@ weight word the same way (bytes 0 and 2, then 1 and 3), so the pairs line up.
 
 Which reductions qualify (``dual_mac_replacement``): int32 ``acc[..] += int32(x[..]) * int32(w[..])`` over int8 x
 (or int16 x: TFLite's 16x8 operators whose sums fit int32, one pixel per call, ``<prefix>_dual_mac_s16x4``) and int8
-w, both read affinely with the innermost reduction index contiguous, and no padding test (a padded
+w (or, over int16 x, int16 w: a 16x8 layer's weights the lowering widened, ``<prefix>_dual_mac_s16x4_w16``), both read affinely with the innermost reduction index contiguous, and no padding test (a padded
 convolution's interior qualifies once ``tvm_ext.schedule.border_split`` has separated it from the border). The sums
 are integer sums in another order: bit-exact.
 """
@@ -28,8 +28,9 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers import CORTEX_M_HELPERS
-from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, DUAL_MAC_INPUT_TYPES, dual_mac_2px_helper_name, dual_mac_helper_name
+from backends.cortex_m.helpers import CORTEX_M_HELPERS, DUAL_MAC_W16_HELPERS
+from backends.cortex_m.helpers.dual_mac_c import (DUAL_MAC_CHANNELS, DUAL_MAC_INPUT_TYPES, dual_mac_2px_helper_name,
+                                                  dual_mac_helper_name, dual_mac_w16_helper_name)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
@@ -37,8 +38,12 @@ from tvm_ext.tir.index_expr import INDEX_OPERATORS, evaluate_index, substitute_i
 DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
 DUAL_MAC_2PX_OP = "tvm_ext.dual_mac_s8x2x4"
 DUAL_MAC_S16_OP = "tvm_ext.dual_mac_s16x4"  # DUAL_MAC_OP's call on int16 inputs (TFLite's 16x8 operators)
-_OPS = {"int8": (DUAL_MAC_OP, DUAL_MAC_2PX_OP), "int16": (DUAL_MAC_S16_OP, None)}
-"""(one pixel, two pixels or None) per input type (backends.cortex_m.helpers.dual_mac_c's DUAL_MAC_INPUT_TYPES)."""
+DUAL_MAC_S16_W16_OP = "tvm_ext.dual_mac_s16x4_w16"  # ... over int16 weights (a 16x8 layer's, widened by the lowering)
+_OPS = {("int8", "int8"): (DUAL_MAC_OP, DUAL_MAC_2PX_OP), ("int16", "int8"): (DUAL_MAC_S16_OP, None),
+        ("int16", "int16"): (DUAL_MAC_S16_W16_OP, None)}
+"""(one pixel, two pixels or None) per (input type, weight type): backends.cortex_m.helpers.dual_mac_c's
+DUAL_MAC_INPUT_TYPES over int8 weights, and int16 inputs over int16 weights (`dual_mac_w16.h.in`)."""
+_WEIGHT_TYPES = ("int8", "int16")
 DUAL_MAC_PIXELS = 2  # output pixels the two-pixel helper accumulates beside its four channels
 
 
@@ -74,7 +79,8 @@ def window_mac_2px_access(channels: int) -> HelperAccess:
 
 DUAL_MAC_ACCESS = window_mac_access(DUAL_MAC_CHANNELS)
 for _data in DUAL_MAC_INPUT_TYPES:  # the same record: it counts elements of the pointers' own types
-    register_mac_helper(_OPS[_data][0], functools.partial(dual_mac_helper_name, data=_data), DUAL_MAC_ACCESS)
+    register_mac_helper(_OPS[_data, "int8"][0], functools.partial(dual_mac_helper_name, data=_data), DUAL_MAC_ACCESS)
+register_helper_call(DUAL_MAC_S16_W16_OP, DUAL_MAC_W16_HELPERS, dual_mac_w16_helper_name, DUAL_MAC_ACCESS)
 
 DUAL_MAC_2PX_ACCESS = window_mac_2px_access(DUAL_MAC_CHANNELS)
 register_mac_helper(DUAL_MAC_2PX_OP, dual_mac_2px_helper_name, DUAL_MAC_2PX_ACCESS)
@@ -160,7 +166,7 @@ def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[
     """The helper's call block that computes what ``loops`` (For nodes: the reduction loops, then optionally
     a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop of DUAL_MAC_CHANNELS output channels,
     innermost, around ``realize``) compute, or None where it would not compute exactly that."""
-    window = mac_window(realize, loops, DUAL_MAC_INPUT_TYPES, DUAL_MAC_CHANNELS)
+    window = mac_window(realize, loops, DUAL_MAC_INPUT_TYPES, DUAL_MAC_CHANNELS, _WEIGHT_TYPES)
     if window is None:
         return None
     return _call_block(window.reduction, window.bindings, window.inner, window.geometry)
@@ -178,13 +184,14 @@ class MacWindow:
 
 
 def mac_window(realize: s_tir.SBlockRealize, loops: list, data_dtypes: tuple[str, ...],
-               channels: int) -> Optional[MacWindow]:
+               channels: int, weight_dtypes: tuple[str, ...] = ("int8",)) -> Optional[MacWindow]:
     """What a window helper of ``channels`` output channels (one or DUAL_MAC_PIXELS pixels, inputs of one of
-    ``data_dtypes``, int8 weights) needs to compute what ``loops`` (For nodes: the reduction loops, then
-    optionally a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop of the ``channels``,
-    innermost, around ``realize``) compute; None where the loads do not have the window's geometry."""
+    ``data_dtypes``, weights of one of ``weight_dtypes``: by default int8) needs to compute what ``loops`` (For
+    nodes: the reduction loops, then optionally a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop
+    of the ``channels``, innermost, around ``realize``) compute; None where the loads do not have the window's
+    geometry."""
     node = realize.block
-    reduction = mac_reduction(node, data_dtypes)
+    reduction = mac_reduction(node, data_dtypes, weight_dtypes)
     if reduction is None or len(loops) < 2 or int(loops[-1].extent) != channels:
         return None
     if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
@@ -363,7 +370,9 @@ def _free_vars(bindings: dict) -> list:
 
 def _call_block(reduction: MacReduction, bindings: dict, inner: list,
                 geometry: WindowGeometry) -> Optional[s_tir.SBlockRealize]:
-    return window_call_block(*_OPS[str(reduction.data.source.dtype)], reduction, bindings, inner, geometry)
+    """The call block of the helper of the reduction's input and weight types (_OPS), None where there is none."""
+    ops = _OPS.get((str(reduction.data.source.dtype), str(reduction.weight.source.dtype)))
+    return None if ops is None else window_call_block(*ops, reduction, bindings, inner, geometry)
 
 
 def window_call_block(one_pixel: str, two_pixels: Optional[str], reduction: MacReduction, bindings: dict,

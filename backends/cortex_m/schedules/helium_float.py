@@ -48,6 +48,7 @@ from tvm.ir import TensorLoad
 from tvm.sym import Analyzer
 
 from backends.backend import HelperLibrary
+from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers import FPU_FLOAT_HELPERS, HELIUM_FLOAT_HELPERS
 from backends.cortex_m.helpers.helium_c import fmac_f32_helper_name
 from backends.cortex_m.schedules.conv_tiles import _always
@@ -59,6 +60,17 @@ from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.kernel_names import REDUCTION_CALL_ATTR
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
+
+HELIUM_FLOAT_TILE_CODE_BYTES = 80
+"""The code a float MAC kernel's tile (the helpers inlined: its accumulators zeroed on the stack, the vector MAC, the
+epilogue) adds on a Helium core against one accumulator in TVM's loops, at the least (cortex-m55 hello_world_float's
+16-unit layers: 168 -> 64 B over 1 input, 200 -> 120 B over 16)."""
+HELIUM_FLOAT_UNTILED_LOST_PER_MAC = 8.6
+"""The instructions a float MAC takes more with one accumulator than in the tile on a Helium core, at the most measured
+(hello_world_float's 16-unit layers: 80 -> 218 instructions over 16 MACs, 399 -> 2,099 over 256)."""
+HELIUM_FLOAT_TILE_MIN_MACS = int(HELIUM_FLOAT_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / HELIUM_FLOAT_UNTILED_LOST_PER_MAC)
+"""The fewest MACs of one call at which a float MAC kernel takes the tile on a Helium core
+(`KernelSchedules.float_tile_min_macs`): where the instructions it saves pay its code at the one price of code."""
 
 FMAC_F32_OP = "tvm_ext.fmac_f32"
 FMAC_F32X2_OP = "tvm_ext.fmac_f32x2"

@@ -32,8 +32,8 @@ from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, D
                                                       DEPTHWISE_ROWS_TEMPLATE, DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE,
-                                                  DUAL_MAC_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
-                                                  WIDE_MAC_TEMPLATE, dsp_template_c)
+                                                  DUAL_MAC_TEMPLATE, DUAL_MAC_W16_TEMPLATE, FC_TILES_TEMPLATE,
+                                                  STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE, dsp_template_c)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import (DUAL_MAC_INTERLEAVED16_TEMPLATE,
                                                              DUAL_MAC_INTERLEAVED_TEMPLATE)
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
@@ -153,6 +153,8 @@ ROW_DOT = HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE))
 UNIT_TESTS_BY_HELPER = [
     DUAL_MAC,
     HelperUnitTest("dual_mac_q15", (DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE)),
+    # the 16x8 dual MAC over int16 weights (widened at compile time): a word of inputs and one of weights per SMLAD
+    HelperUnitTest("dual_mac_w16", (DSP_WORDS_TEMPLATE, DUAL_MAC_W16_TEMPLATE)),
     HelperUnitTest("stacked_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE)),
     # the widened-rows MAC (int16 weight pairs, twelve registers) against the plain sums
     HelperUnitTest("wide_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE)),

@@ -1,7 +1,9 @@
 """The dual MAC on TFLite's 16x8 operators (int16 activations, int8 weights, int64 bias): where the weights bound
 every sum of products within int32 (32768 * the channel's sum of |w|, tvm_ext/transform/int8/mac.py), CONV_2D
-and FULLY_CONNECTED accumulate in int32 and, on cortex-m4f, call `<prefix>_dual_mac_s16x4` (backends/cortex_m/helpers/dual_mac_c.py:
-int16 input pairs packed by PKHBT/PKHTB in SXTB16's order), one pixel per call, and DEPTHWISE_CONV_2D calls
+and FULLY_CONNECTED accumulate in int32 and, on cortex-m4f, call `<prefix>_dual_mac_s16x4_w16` over their weights
+widened to int16 at compile time (backends/cortex_m/helpers/templates/dual_mac_w16.h.in: a word of int16 inputs by a
+word of weights, one SMLAD), one pixel per call, their output channels padded to whole tiles of four, and
+DEPTHWISE_CONV_2D calls
 `<prefix>_depthwise_mac_s16x4` (backends/cortex_m/helpers/depthwise_mac_c.py: each channel's int16 input half beside its SXTB16
 weight half), bit-exact with TFLite Micro under QEMU and on the host; a layer whose bound exceeds int32 keeps its
 int64 sums and stays bit-exact on inputs that would wrap an int32 sum.
@@ -52,15 +54,16 @@ def _conv_options(padding: int, stride: int = 1) -> Options:
 
 def dual_mac_model() -> Model:
     """Small sums (random weights): a VALID 3x3 CONV_2D on 7 channels (rows at odd element offsets, 63 MACs
-    per output: an int8 one would take two pixels per call), a 1x1 one on 6 channels (a tail of two), a SAME
-    3x3 one (the interior between border tests) and a FULLY_CONNECTED of 13 units."""
+    per output: an int8 one would take two pixels per call), a 1x1 one on 6 channels (a tail of two) into 7
+    channels (padded to 8: the last tile's fourth sum is never stored), a SAME 3x3 one (the interior between
+    border tests) and a FULLY_CONNECTED of 13 inputs into 10 units (padded to 12)."""
     rng = np.random.default_rng(16)
     tensors: list[Tensor] = []
     parts = [
         ("valid", "CONV_2D", (1, 6, 6, 7), (8, 3, 3, 7), (1, 4, 4, 8), _conv_options(Padding.VALID)),
-        ("one_by_one", "CONV_2D", (1, 5, 5, 6), (4, 1, 1, 6), (1, 5, 5, 4), _conv_options(Padding.VALID)),
+        ("one_by_one", "CONV_2D", (1, 5, 5, 6), (7, 1, 1, 6), (1, 5, 5, 7), _conv_options(Padding.VALID)),
         ("same", "CONV_2D", (1, 6, 7, 5), (8, 3, 3, 5), (1, 6, 7, 8), _conv_options(Padding.SAME)),
-        ("dense", "FULLY_CONNECTED", (2, 13), (12, 13), (2, 12), Options("FullyConnectedOptions", {})),
+        ("dense", "FULLY_CONNECTED", (2, 13), (10, 13), (2, 10), Options("FullyConnectedOptions", {})),
     ]
     inputs, operators, outputs = [], [], []
     for seed, (name, builtin, in_shape, w_shape, out_shape, options) in enumerate(parts):
@@ -134,22 +137,30 @@ def wide_depthwise_model() -> tuple[Model, np.ndarray]:
 @dataclass(frozen=True)
 class HelperCase:
     """A 16x8 model whose MACs a DSP core runs on a helper: the helper calls its kernel C makes at least (C
-    name suffix -> count), an instruction only that helper's DSP path uses, and the model whose sums pass
-    int32 (with an input that reaches them)."""
+    name suffix -> count), how many of its kernel functions call the first of them at least, an instruction
+    only that helper's DSP path uses, and the model whose sums pass int32 (with an input that reaches them)."""
 
     model: Callable[[], Model]
     calls: dict[str, int]
+    calling_kernels: int
     instruction: str
     wide: Callable[[], tuple[Model, np.ndarray]]
 
 
 HELPER_CASES = {
-    # each operator's call (the SAME one's interior); pkhtb pairs the int16 inputs
-    "conv": HelperCase(dual_mac_model, {"_dual_mac_s16x4(": 4}, "pkhtb", wide_sum_model),
+    # each operator's call over widened weights (the SAME one's interior), the padded 1x1 and FULLY_CONNECTED too
+    # (else their scalar loops); smlad: the helper's word pairs (the portable path multiplies halves)
+    "conv": HelperCase(dual_mac_model, {"_dual_mac_s16x4_w16(": 4}, 4, "smlad", wide_sum_model),
     # the SAME ones' whole windows and clipped border windows; smlatb: a channel's halves
-    "depthwise": HelperCase(depthwise_model, {"_depthwise_mac_s16x4(": 2, "_depthwise_box_s16x4(": 1}, "smlatb",
+    "depthwise": HelperCase(depthwise_model, {"_depthwise_mac_s16x4(": 2, "_depthwise_box_s16x4(": 1}, 2, "smlatb",
                             wide_depthwise_model),
 }
+
+
+def _kernels_calling(kernels_c: str, call: str) -> int:
+    """How many kernel function definitions of a bundle's kernels C (each starts at a line ``void ...(``) call
+    `call`."""
+    return sum(call in definition for definition in kernels_c.split("\nvoid ")[1:])
 
 
 @pytest.mark.skipif(shutil.which(OBJDUMP) is None, reason="arm-none-eabi binutils are not installed")
@@ -159,6 +170,7 @@ def test_16x8_kernels_call_their_helper_on_cortex_m4f_bit_exactly(case, tmp_path
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     for call, count in case.calls.items():
         assert kernels.count(call) >= count, (call, kernels)
+    assert _kernels_calling(kernels, next(iter(case.calls))) == case.calling_kernels, kernels
     assert "int64_t acc" not in kernels  # every sum is int32
     assert _functions_with(board.out_dir / f"lib{board.plan.model}.a", case.instruction)
     _strict_build(board.out_dir, tmp_path / "arm", [])  # the DSP path, warning-free with arm-none-eabi-gcc

@@ -5,7 +5,7 @@ weighs more than the copy's calls cost, where the copy and those calls weigh les
 the facts of every kernel of the bundle.
 
 - The decision on facts alone: one kernel keeps the tiles inlined (the copy would only add its calls); several
-  small kernels of one window share the copy, of different windows not; a kernel the copy would slow most keeps them
+  small kernels of one window but for their channels share the copy, of different row windows not; a kernel the copy would slow most keeps them
   inlined; each bias type pays its own copy, and none joins a copy the bundle holds already; a kernel of two windows
   keeps them inlined.
 - The facts read from a scheduled kernel: the fused call's executions, tiles and vectors.
@@ -39,11 +39,14 @@ def test_one_kernel_keeps_the_tiles_inlined():
     assert shared_conv_tiles({"int16": (_fc("fc"),)}) == frozenset()
 
 
-def test_several_small_kernels_of_one_window_share_the_copy():
-    # vit3h_28's four int16-bias fully connected kernels 60 -> 60 share it; its 60 -> 100 one, of another window
-    # (a copy its callers' sizes do not specialize), keeps the tiles inlined
-    uses = {"int16": (*(_fc(f"fc{index}") for index in range(4)), _fc("fc100", tiles=25, window=(0, 60, 1, 60, 100)))}
-    assert shared_conv_tiles(uses) == frozenset({"fc0", "fc1", "fc2", "fc3"})
+def test_several_small_kernels_of_one_row_window_share_the_copy():
+    # vit3h_28's four int16-bias fully connected kernels 60 -> 60 share it, and its 60 -> 100 one: the same rows (the
+    # copy's row loop specialized on them), the channels only count its tiles; a kernel of another row length (a
+    # copy its callers' sizes would not specialize) keeps the tiles inlined
+    uses = {"int16": (*(_fc(f"fc{index}") for index in range(4)), _fc("fc100", tiles=25, window=(0, 60, 1, 60, 100)),
+                      _fc("fc64", window=(0, 64, 1, 64, 60)))}
+    assert _fc("fc64", window=(0, 64, 1, 64, 60)).gain() > 0
+    assert shared_conv_tiles(uses) == frozenset({"fc0", "fc1", "fc2", "fc3", "fc100"})
 
 
 def test_kernels_of_different_windows_keep_the_tiles_inlined():

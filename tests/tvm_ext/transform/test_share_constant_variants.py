@@ -350,3 +350,41 @@ def test_bundle_choices_see_a_shared_group_as_one_kernel() -> None:
     assert bundle_choice(choose, mod) == {names[0]: f"choice of {names[0]}", names[1]: f"choice of {names[0]}",
                                           names[2]: f"choice of {names[2]}"}
     assert shown == {names[0]: 2, names[2]: 1}
+
+
+def _runs_of(op: str, value: int, tiles: bool = False) -> tirx.PrimFunc:
+    """A kernel of a loop of two calls of `op`, each on its own run: the Helium ADD's (out, a, b, count 8, then the
+    value argument `value`) or, with `tiles`, the fused channel tiles' (out, x, w, bias, multiplier, shift, then the
+    input's zero point `value` and the window's sizes: 16 inputs, 4 channels a pixel)."""
+    from tvm_ext.tir.extern_stage import element_address, extern_from_zero
+
+    shapes = [(32,), (64,), (4,), (4,), (4,)] if tiles else [(16,), (16,)]
+    inputs = [te.placeholder(shape, "int32" if k in (2, 3) and tiles else "int8", name=f"in{k}")
+              for k, shape in enumerate(shapes)]
+
+    def build(ins, outs):
+        run = tirx.Var("r", "int32")
+        if tiles:
+            addresses = [element_address(outs[0], run * 4), element_address(ins[0], run * 16),
+                         *(element_address(buffer, tirx.const(0, "int32")) for buffer in ins[1:])]
+            call = tirx.call_intrin("int32", op, *addresses, value, 0, 16, 1, 16, 4)
+        else:
+            call = tirx.call_intrin("int32", op, *(element_address(buffer, run * 8) for buffer in (outs[0], *ins)), 8,
+                                    value)
+        return tirx.For(run, 0, 2, tirx.ForKind.SERIAL, tirx.Evaluate(call))
+
+    return te.create_prim_func([*inputs, extern_from_zero([8 if tiles else 16], inputs, build, "runs")])
+
+
+def test_an_out_of_line_helpers_calls_in_a_loop_share_their_value_arguments() -> None:
+    """Before: two kernels each a loop over two runs calling the Helium ADD's run helper, their value argument 3 and
+    -4; two likewise calling the fused channel tiles, inlined where called, their zero point 3 and -4. Expected: the
+    ADD's kernels one group (its one out-of-line copy, `helper_access.is_out_of_line`: nothing specialized on the
+    value), the tiles' kernels none (inside a loop the inlined helper would lose its constant)."""
+    from backends.cortex_m.schedules.conv_tiles import CONV_TILES_OPS
+    from backends.cortex_m.schedules.helium_add import ADD_S8_OP
+
+    adds = constant_groups({f"add{k}": _runs_of(ADD_S8_OP, value) for k, value in enumerate((3, -4))})
+    assert [group.names for group in adds] == [("add0", "add1")]
+    assert constant_groups({f"tiles{k}": _runs_of(CONV_TILES_OPS["int32"], value, tiles=True)
+                            for k, value in enumerate((3, -4))}) == []

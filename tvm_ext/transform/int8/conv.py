@@ -17,7 +17,7 @@ from .binary import first_fitting
 from .data_movement import recorded_operator
 from .graph import Graph
 from .lowering import Lowering, LoweringContext, Mismatch
-from .mac import Conv2DGeometry, MacKernel, MacPattern, padded_channels
+from .mac import Conv2DGeometry, MacKernel, MacPattern, padded_channels, widened_16x8
 from .patterns import Int8Weight, bias_constant, ends_float_operator, float_operator_mismatch
 
 _PATTERN = MacPattern("relax.nn.conv2d")
@@ -80,7 +80,9 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
                     shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
                     weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
                     paired_weights=paired, weight_length=length, padded_units=padded, macs=macs)
-    return replace(mac, widened_weights=True) if depthwise and _widens(ctx, mac, data.tensor, conv) else mac
+    if depthwise:
+        return replace(mac, widened_weights=True) if _widens(ctx, mac, data.tensor, conv) else mac
+    return widened_16x8(mac, ctx) if kernel is conv2d_int8 else mac
 
 
 def _widens(ctx: LoweringContext, mac: MacKernel, data: relax.Expr, conv: relax.Call) -> bool:

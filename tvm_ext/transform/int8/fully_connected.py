@@ -17,7 +17,7 @@ from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
 from .conv import one_pixel_shapes
 from .graph import Graph
 from .lowering import Lowering, LoweringContext, Mismatch
-from .mac import MacKernel, MacPattern, padded_channels
+from .mac import MacKernel, MacPattern, padded_channels, widened_16x8
 from .patterns import ends_float_operator, float_operator_mismatch
 
 _PATTERN = MacPattern("relax.matmul")
@@ -42,21 +42,22 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         weight_values, ((0, padded_units - weight_values.shape[0]), (0, 0)))
     widened = _widens(tiled, data.tensor, operands.core, ctx)
     paired = ctx.paired_weights and _pairs(tiled, data.tensor)
-    return MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
-                     weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
-                     ctx.rounding, channel_axis=0, folds_zero_point=True,
-                     paired_weights=paired,
-                     stacked_rows=ctx.stacked_rows and not widened and _stacks(tiled, data.tensor),
-                     widened_rows=widened, padded_units=padded_units,
-                     tiled_rows=ctx.tiled_rows and not paired and _tiles(tiled, data.tensor))
+    mac = MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
+                    weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
+                    ctx.rounding, channel_axis=0, folds_zero_point=True,
+                    paired_weights=paired,
+                    stacked_rows=ctx.stacked_rows and not widened and _stacks(tiled, data.tensor),
+                    widened_rows=widened, padded_units=padded_units,
+                    tiled_rows=ctx.tiled_rows and not paired and _tiles(tiled, data.tensor))
+    return widened_16x8(mac, ctx)
 
 
 def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
                   ctx: LoweringContext) -> Optional[int]:
-    """The output channels of a FULLY_CONNECTED (``layer``) of int8 ``data`` and weights [O, K] padded to whole tiles of the
-    backend's MAC tile (``padded_channels``, ``LoweringContext.dense_unit_tile``; a 10-class head: 5.3-5.9
-    instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile, or of one int8 row whatever
-    its channels, is padded where the backend says its MACs pay the padded kernel's code
+    """The output channels of a FULLY_CONNECTED (``layer``) of int8 or int16 (16x8) ``data`` and int8 weights [O, K]
+    padded to whole tiles of the backend's MAC tile (``padded_channels``, ``LoweringContext.dense_unit_tile``; a
+    10-class head: 5.3-5.9 instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile, or of
+    one row whatever its channels, is padded where the backend says its MACs pay the padded kernel's code
     (``LoweringContext.one_row_padding_pays``, over every call of that kernel: the model's one-row layers of its
     shape, `one_row_shapes`; with the flash holding the zero rows), else it keeps its scalar
     loop: one price for every core (measured on cortex-m4f, hello_world's 1-unit layer took more instructions
@@ -67,7 +68,7 @@ def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
     if weight.ndim != 2:
         return None
     padded = padded_channels(weight, data, tile)
-    if padded is None or (weight.shape[0] >= tile and not _one_int8_row(data)):
+    if padded is None or (weight.shape[0] >= tile and not _one_row(data)):
         return padded
     units, depth = (int(d) for d in weight.shape)
     pays = ctx.one_row_padding_pays is not None and ctx.one_row_padding_pays(
@@ -193,7 +194,12 @@ def _one_row_layers(graph: Graph) -> tuple[tuple[tuple[relax.Call, int, int], ..
 
 def _one_int8_row(data: relax.Expr) -> bool:
     """Whether ``data`` is one row of int8 (the paired and the stacked MACs' calls take one)."""
-    return str(data.ty.dtype) == "int8" and getattr(data.ty.shape[0], "value", None) == 1
+    return str(data.ty.dtype) == "int8" and _one_row(data)
+
+
+def _one_row(data: relax.Expr) -> bool:
+    """Whether ``data`` is one row (of any type)."""
+    return getattr(data.ty.shape[0], "value", None) == 1
 
 
 LOWERING = Lowering(frozenset({"FULLY_CONNECTED"}), ends_float_operator, match)

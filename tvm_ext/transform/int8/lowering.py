@@ -140,8 +140,8 @@ class LoweringContext:
     """Whether ``few_channel_depthwise`` takes a layer of these shapes with a kernel reading its weights as int8
     (``backends.backend.KernelSchedules.depthwise_rows_take``; None: never)."""
     dense_unit_tile: int = 0
-    """The channel tile int8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero weight
-    rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
+    """The channel tile int8 and 16x8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero
+    weight rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
     one_pixel_rows_pay: Optional[Callable[[int, int, tuple[tuple[int, int], ...]], bool]] = None
     """Whether an int8 CONV_2D of one pixel's 1x1 window runs as a FULLY_CONNECTED's stacked rows, given its row
     length, its channels (whole tiles) and those of every such convolution of the model
@@ -158,6 +158,10 @@ class LoweringContext:
     """The most window taps of an int8 DEPTHWISE_CONV_2D whose weights are widened to int16
     (``backends.backend.KernelSchedules.widened_depthwise_taps``; 0: never), where ``flash_budget`` grants their
     bytes."""
+    widened_16x8_weights: bool = False
+    """Whether a 16x8 CONV_2D's or FULLY_CONNECTED's int8 weights are widened to int16 where its sums stay within
+    int32 (``backends.backend.KernelSchedules.widened_16x8_weights``; ``mac.widened_16x8``), where ``flash_budget``
+    grants their bytes."""
     flash_budget: FlashBudget = field(default_factory=FlashBudget)
     """What the profile's flash still holds beyond the model's constants, for the choices that store weights in
     more bytes (``FlashBudget``; unlimited unless ``LowerQuantizedToInteger`` has the profile's flash)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -91,8 +91,9 @@ class MacKernel:
     # loops give the same count and window, so it is kept (cortex-m4f, a 3x3 window and a RELU6 one: the bundle is
     # byte for byte the same without the declaration).
     macs: Optional[int] = None
-    # DEPTHWISE_CONV_2D only: the kernel takes its weights as int16 (the same values: `_widens` in
-    # tvm_ext.transform.int8.conv), which a DSP core's depthwise helpers read without widening them.
+    # The kernel takes its weights as int16 (the same values), which a DSP core's helpers read without widening
+    # them: an int8 DEPTHWISE_CONV_2D's (`_widens` in tvm_ext.transform.int8.conv), a 16x8 CONV_2D's or
+    # FULLY_CONNECTED's (`widened_16x8`).
     widened_weights: bool = False
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
@@ -192,12 +193,32 @@ class MacKernel:
         return weight_l1 * largest_centered(data_dtype, self.input_zero_point)
 
 
+def widened_16x8(mac: MacKernel, ctx: LoweringContext) -> MacKernel:
+    """``mac`` with its int8 weights widened to int16 (``widened_weights``) where it is a 16x8 CONV_2D or
+    FULLY_CONNECTED (int16 data) whose sums stay within int32 (``MacKernel._accumulator_reach``: the int16 dual MAC's
+    calls then take its tiles), the backend reads such weights (``LoweringContext.widened_16x8_weights``) and the
+    flash holds their byte more per weight, the padded channels' too (``LoweringContext.flash_budget``, asked for
+    the layer's weight operand); else ``mac`` itself. Measured on cortex-m4f: unseen ds_cnn_w33_45x13_16x8's 1x1
+    convolutions of 33 channels 2.6 -> 2.2 instructions per MAC (the dual MAC over int8 weights widens each weight
+    word by two SXTB16 and packs the inputs, about 28 instructions per 16 MACs; over int16 ones 22)."""
+    reach = mac._accumulator_reach()
+    if not ctx.widened_16x8_weights or str(mac.data.ty.dtype) != "int16" or mac.weight.dtype != np.int8 \
+            or reach is None or int(reach.max(initial=0)) > INT32_MAX:
+        return mac
+    rows = mac.padded_units if mac.padded_units is not None else int(mac.weight.shape[mac.channel_axis])
+    extra = rows * int(mac.weight.size) // int(mac.weight.shape[mac.channel_axis])
+    return replace(mac, widened_weights=True) if ctx.flash_budget.grants(mac.core.args[1], extra) else mac
+
+
 def padded_channels(weight: np.ndarray, data: relax.Expr, tile: int) -> Optional[int]:
-    """The output channels (``weight``'s first axis, int8) of a MAC layer over int8 ``data`` padded to whole tiles
-    of ``tile`` (the backend's MAC tile: ``LoweringContext.dense_unit_tile``), or None where O is a multiple of it
-    (or no tile): the kernel then tiles every channel for the backend's MAC helper, the zero rows' sums computed and
-    never read, instead of keeping a scalar loop for them all."""
-    if tile <= 1 or weight.dtype != np.int8 or str(data.ty.dtype) != "int8" or weight.shape[0] % tile == 0:
+    """The output channels (``weight``'s first axis, int8) of a MAC layer over int8 or int16 (16x8) ``data`` padded
+    to whole tiles of ``tile`` (the backend's MAC tile: ``LoweringContext.dense_unit_tile``), or None where O is a
+    multiple of it (or no tile): the kernel then tiles every channel for the backend's MAC helper, the zero rows'
+    sums computed and never read, instead of keeping a scalar loop for them all. A 16x8 layer's tiles call the int16
+    dual MAC (``backends.cortex_m.schedules.dual_mac``): cortex-m4f, unseen ds_cnn_w33_45x13_16x8's 1x1
+    convolutions of 33 channels 5.5 -> 2.6 instructions per MAC."""
+    if tile <= 1 or weight.dtype != np.int8 or str(data.ty.dtype) not in ("int8", "int16") \
+            or weight.shape[0] % tile == 0:
         return None
     return -(-int(weight.shape[0]) // tile) * tile
 
