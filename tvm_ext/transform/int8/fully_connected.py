@@ -76,18 +76,15 @@ def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
     return padded if pays and ctx.flash_budget.grants(layer, (padded - units) * depth) else None
 
 
-_SHAPES: "weakref.WeakKeyDictionary[Graph, Counter]" = weakref.WeakKeyDictionary()
+_MATMULS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[relax.Call, int, int], ...]]" = weakref.WeakKeyDictionary()
 
 
-def one_row_shapes(graph: Graph) -> Counter:
-    """How many of ``graph``'s matmuls multiply one row of K inputs by weights of O output channels, per (K, O): the
-    calls of the one kernel such layers share where their padding is priced (``_padded_units``; the kernel takes
-    its weights, bias and requantization as arguments, so a converter-unrolled recurrent cell's steps, one layer
-    repeated, call one kernel: kws_gru23_29x10_int8's 29 steps of 10 -> 69 and 29 of 23 -> 69). Read once per
-    graph."""
-    if graph not in _SHAPES:
+def _one_row_matmuls(graph: Graph) -> tuple[tuple[relax.Call, int, int], ...]:
+    """(the call, K, O) of each of ``graph``'s matmuls of one row of K inputs by weights of O output channels, both
+    shapes static (the types not asked). Read once per graph."""
+    if graph not in _MATMULS:
         matmul = tvm.ir.Op.get("relax.matmul")
-        shapes: Counter = Counter()
+        found = []
         for binding in graph.bindings:
             call = binding.value
             if not (isinstance(call, relax.Call) and call.op.same_as(matmul)):
@@ -95,9 +92,17 @@ def one_row_shapes(graph: Graph) -> Counter:
             data, weight = (list(arg.ty.shape) for arg in call.args[:2])
             shape = [getattr(d, "value", None) for d in data + weight]
             if len(data) == 2 and len(weight) == 2 and shape[0] == 1 and None not in shape:
-                shapes[shape[1], shape[3]] += 1
-        _SHAPES[graph] = shapes
-    return _SHAPES[graph]
+                found.append((call, shape[1], shape[3]))
+        _MATMULS[graph] = tuple(found)
+    return _MATMULS[graph]
+
+
+def one_row_shapes(graph: Graph) -> Counter:
+    """How many of ``graph``'s matmuls multiply one row of K inputs by weights of O output channels, per (K, O): the
+    calls of the one kernel such layers share where their padding is priced (``_padded_units``; the kernel takes
+    its weights, bias and requantization as arguments, so a converter-unrolled recurrent cell's steps, one layer
+    repeated, call one kernel: kws_gru23_29x10_int8's 29 steps of 10 -> 69 and 29 of 23 -> 69)."""
+    return Counter((depth, units) for _, depth, units in _one_row_matmuls(graph))
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
@@ -164,32 +169,15 @@ def _one_pixel_rows(ctx: LoweringContext) -> bool:
     return any(ctx.one_pixel_rows_pay(depth, units, shapes) for depth, units in shapes)
 
 
-_LAYERS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[tuple[relax.Call, int, int], ...], bool]]" = \
-    weakref.WeakKeyDictionary()
-
-
 def _one_row_layers(graph: Graph) -> tuple[tuple[tuple[relax.Call, int, int], ...], bool]:
     """(the call, its MACs, its widened weights' extra bytes: K times O padded to whole tiles) of each of ``graph``'s
     matmuls of one row of K inputs, K a multiple of WIDE_GROUP, by weights of at least STACKED_TILE output channels:
     the model's FULLY_CONNECTED layers the widened rows may take (the types not asked); and whether some such
-    matmul's K is a multiple of 4 only (its rows stay stacked). Read once per graph."""
-    if graph not in _LAYERS:
-        matmul = tvm.ir.Op.get("relax.matmul")
-        layers, stacked = [], False
-        for binding in graph.bindings:
-            call = binding.value
-            if not (isinstance(call, relax.Call) and call.op.same_as(matmul)):
-                continue
-            data, weight = (list(arg.ty.shape) for arg in call.args[:2])
-            shape = [getattr(d, "value", None) for d in data + weight]
-            if len(data) != 2 or len(weight) != 2 or shape[0] != 1 or None in shape or shape[3] < STACKED_TILE:
-                continue
-            depth, units = shape[1], shape[3]
-            if depth % WIDE_GROUP == 0:
-                layers.append((call, depth * units, depth * -(-units // STACKED_TILE) * STACKED_TILE))
-            stacked = stacked or (depth % 4 == 0 and depth % WIDE_GROUP != 0)
-        _LAYERS[graph] = (tuple(layers), stacked)
-    return _LAYERS[graph]
+    matmul's K is a multiple of 4 only (its rows stay stacked)."""
+    wide = [(call, depth, units) for call, depth, units in _one_row_matmuls(graph) if units >= STACKED_TILE]
+    layers = tuple((call, depth * units, depth * -(-units // STACKED_TILE) * STACKED_TILE)
+                   for call, depth, units in wide if depth % WIDE_GROUP == 0)
+    return layers, any(depth % 4 == 0 and depth % WIDE_GROUP != 0 for _, depth, _ in wide)
 
 
 def _one_int8_row(data: relax.Expr) -> bool:
