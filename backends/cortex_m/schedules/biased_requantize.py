@@ -113,7 +113,8 @@ def _has_scratch(func: tirx.PrimFunc) -> bool:
 
 
 def biased_requantize_calls(func: tirx.PrimFunc, extern_stage: bool = False, least: int = 1) -> tirx.PrimFunc:
-    """`func` with each constant `requantize_double_small` (and a zero point added or subtracted after it) as a call
+    """`func` with each `requantize_double_small` of a constant shift (its multiplier a constant or read at run time,
+    `_multiplier`; and a zero point added or subtracted after it) as a call
     of `<prefix>_requantize_biased` where `func` is an element loop (no scratch buffers) or, with `extern_stage`, one
     TE extern stage (whose buffers are its own loops' locals: a MEAN's window sums, `tvm_ext.kernels.window_sums`),
     of at least `least` such requantizations (a fused chain's, with `least` 2); else `func` itself."""
