@@ -47,6 +47,7 @@ _MAP_START = "Linker script and memory map"
 _MAP_OUTPUT_SECTION = re.compile(r"^(\.\S+|/DISCARD/)")
 _MAP_INPUT_SECTION = re.compile(r"^ (\.\S+)(?:\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+))?$")
 _MAP_CONTINUATION = re.compile(r"^\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)$")
+_MAP_FILL = re.compile(r"^ \*fill\*\s+0x[0-9a-f]+\s+0x([0-9a-f]+)")
 
 FLASH_KINDS = ("code", "weights", "data")
 """The kinds of output section whose bytes take flash (a `.data` section's initial image does)."""
@@ -157,15 +158,22 @@ def bundle_flash_parts(map_file: Path, stems: tuple[str, ...]) -> dict[str, int]
 
 def mapped_section_bytes(map_file: Path, stems: tuple[str, ...]) -> dict[str, int]:
     """Bytes the objects of sources `stems` (`m_model` matches m_model.o and m_model.c.obj) put in each output
-    section, from a GNU ld map file."""
+    section, from a GNU ld map file: each of their input sections' bytes and the linker's fill before it (the
+    padding its alignment asked for: a weights array aligned to 32 B on cortex-m55 after one of 0x30 B takes 16 B
+    more of flash)."""
     totals: dict[str, int] = {}
     output_section = ""
     pending_input = False
+    fill = 0  # the fill bytes since the last input section with bytes, in this output section
     lines = map_file.read_text(encoding="utf-8").splitlines()
     for line in lines[lines.index(_MAP_START) + 1:]:
         output = _MAP_OUTPUT_SECTION.match(line)
         if output:
-            output_section = output.group(1)
+            output_section, fill = output.group(1), 0
+            continue
+        filled = _MAP_FILL.match(line)
+        if filled:
+            fill += int(filled.group(1), 16)
             continue
         placed = None
         single_line = _MAP_INPUT_SECTION.match(line)
@@ -176,6 +184,8 @@ def mapped_section_bytes(map_file: Path, stems: tuple[str, ...]) -> dict[str, in
             continuation = _MAP_CONTINUATION.match(line)
             placed = continuation.group(1, 2) if continuation else None
             pending_input = False
-        if placed and Path(placed[1]).name.split(".")[0] in stems:
-            totals[output_section] = totals.get(output_section, 0) + int(placed[0], 16)
+        if placed and int(placed[0], 16):
+            if Path(placed[1]).name.split(".")[0] in stems:
+                totals[output_section] = totals.get(output_section, 0) + fill + int(placed[0], 16)
+            fill = 0
     return totals
