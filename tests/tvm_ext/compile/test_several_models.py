@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import target
 from c_checks import strict_sanitized_selftest
 from conftest import models_dir, run_cli, two_region_profile
 from readme_examples import example_runs
@@ -56,7 +57,10 @@ def test_cortex_m4f_bundle_of_two_models_runs_bit_exact_on_qemu_on_one_arena(com
     assert {m["model"]: m["arena"]["bytes"] for m in manifest["models"]} == arenas
     # the two models share no constant: the weights of both
     assert bundle.weight_bytes == manifest["weight_bytes"] == sum(b.weight_bytes for b in alone.values())
-    assert bundle.flash.measured and bundle.flash.weights_bytes == bundle.weight_bytes
+    # measured: those bytes and the linker's fill before each array its alignment asks for
+    arrays = sum(len(b.plan.constants()) for b in alone.values())
+    alignment = target.load_profile("cortex-m4f").alignment_bytes
+    assert bundle.flash.measured and 0 <= bundle.flash.weights_bytes - bundle.weight_bytes < arrays * alignment
     # the code of both (each static run function passes the shared arena: a few bytes more than its own)
     assert 0 <= bundle.flash.code_bytes - sum(b.flash.code_bytes for b in alone.values()) <= 64
     assert bundle.ram.stack_bytes == max(b.ram.stack_bytes for b in alone.values())
