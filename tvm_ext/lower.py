@@ -76,8 +76,6 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
     return tvm.transform.Sequential(
         [
             *_before_patches(profile, layout, model_name),
-            # A quantized ONNX model's QLinearConvs over NHWC copies of their inputs, where the copies pay.
-            keeping_layers(QLinearConvChannelsLast(schedules)),
             # Before the int8 pass: each patch keeps its layers' QDQ patterns, so it gets the whole layer's kernel.
             *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver,
                                                             profile.int8_rounding)]),
@@ -129,6 +127,8 @@ def _before_patches(profile: Profile, layout: Optional[str], model_name: str) ->
         LayoutPerSubgraph(profile, layout, model_name),
         # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
         RefuseOversizedTensors(model_name),
+        # A quantized ONNX model's QLinearConvs over NHWC copies of their inputs, where the copies pay.
+        keeping_layers(QLinearConvChannelsLast(kernel_schedules_of(profile))),
     ]
 
 
