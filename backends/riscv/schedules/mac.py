@@ -112,45 +112,50 @@ window sizes chosen: one inlined copy of the MAC and the epilogue instead of two
 (3x3 convolutions over 15, 30 and 45 channels, padded to 16, 32, 48), a kernel of 15 channels: 1,832 -> 1,156 B,
 8,271,491 -> 7,463,272 instructions (see the bundle figures in `RiscvMacSchedules.epilogue_calls`)."""
 
+MAC_PIXELS = 2  # output pixels of the two-pixel helpers' calls
+
+
+def _mac_access(weights_per_input: int) -> HelperAccess:
+    """The access of a MAC call (acc, x, w, row_len) of eight channels whose weights hold `weights_per_input`
+    elements for each input: acc[c] for c < 8, x[k] and w[weights_per_input k + j] for k < row_len."""
+    return HelperAccess((
+        PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+        PointerAccess(1, (Axis(Arg(3), 1),)),
+        PointerAccess(2, (Axis(Arg(3), weights_per_input), Axis(weights_per_input, 1))),
+    ))
+
+
+def _mac_2px_access(weights_per_input: int) -> HelperAccess:
+    """As `_mac_access`, of a two-pixel call (acc_a, acc_b, x, w, row_len, x_pixel_stride): x[p * x_pixel_stride + k]
+    for p < MAC_PIXELS."""
+    return HelperAccess((
+        PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+        PointerAccess(1, (Axis(MAC_CHANNELS, 1),)),
+        PointerAccess(2, (Axis(MAC_PIXELS, Arg(5)), Axis(Arg(4), 1))),
+        PointerAccess(3, (Axis(Arg(4), weights_per_input), Axis(weights_per_input, 1))),
+    ))
+
+
 MAC_PAIRS_OP = "tvm_ext.riscv_mac_s8x8_pairs"
 PAIR_WORDS = MAC_CHANNELS // 2  # weight words per input: one per channel pair
-MAC_PAIRS_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(Arg(3), 1),)),
-    PointerAccess(2, (Axis(Arg(3), PAIR_WORDS), Axis(PAIR_WORDS, 1))),
-))
+MAC_PAIRS_ACCESS = _mac_access(PAIR_WORDS)
 """The paired MAC's call (acc, x, w, row_len): acc[c] for c < 8, x[k] and w[4k + p] for k < row_len, p < 4."""
 register_helper_call(MAC_PAIRS_OP, RISCV_HELPERS, mac_pairs_helper_name, MAC_PAIRS_ACCESS)
 
 MAC_PAIRS_2PX_OP = "tvm_ext.riscv_mac_s8x2x8_pairs"
-MAC_PIXELS = 2  # output pixels of the two-pixel helpers' calls
-MAC_PAIRS_2PX_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(2, (Axis(MAC_PIXELS, Arg(5)), Axis(Arg(4), 1))),
-    PointerAccess(3, (Axis(Arg(4), PAIR_WORDS), Axis(PAIR_WORDS, 1))),
-))
+MAC_PAIRS_2PX_ACCESS = _mac_2px_access(PAIR_WORDS)
 """The two-pixel paired MAC's call (acc_a, acc_b, x, w, row_len, x_pixel_stride): acc_a[c] and acc_b[c] for c < 8,
 x[p * x_pixel_stride + k] for p < 2 and w[4k + p] for k < row_len, p < 4."""
 register_helper_call(MAC_PAIRS_2PX_OP, RISCV_HELPERS, mac_pairs_2px_helper_name, MAC_PAIRS_2PX_ACCESS)
 
 
 MAC_TILED_OP = "tvm_ext.riscv_mac_s8x8_tiled"
-MAC_TILED_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(Arg(3), 1),)),
-    PointerAccess(2, (Axis(Arg(3), MAC_CHANNELS), Axis(MAC_CHANNELS, 1))),
-))
+MAC_TILED_ACCESS = _mac_access(MAC_CHANNELS)
 """The tiled MAC's call (acc, x, w, row_len): acc[c] for c < 8, x[k] and w[8k + c] for k < row_len, c < 8
 (`tvm_ext.kernels.dense.tile_rows`' bytes of one tile)."""
 register_helper_call(MAC_TILED_OP, RISCV_HELPERS, mac_tiled_helper_name, MAC_TILED_ACCESS)
 MAC_TILED_2PX_OP = "tvm_ext.riscv_mac_s8x2x8_tiled"
-MAC_TILED_2PX_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(2, (Axis(MAC_PIXELS, Arg(5)), Axis(Arg(4), 1))),
-    PointerAccess(3, (Axis(Arg(4), MAC_CHANNELS), Axis(MAC_CHANNELS, 1))),
-))
+MAC_TILED_2PX_ACCESS = _mac_2px_access(MAC_CHANNELS)
 """The two-pixel tiled MAC's call (acc_a, acc_b, x, w, row_len, x_pixel_stride): acc_a[c] and acc_b[c] for c < 8,
 x[p * x_pixel_stride + k] for p < 2 and w[8k + c] for k < row_len, c < 8."""
 register_helper_call(MAC_TILED_2PX_OP, RISCV_HELPERS, functools.partial(mac_tiled_helper_name, pixels=MAC_PIXELS),
