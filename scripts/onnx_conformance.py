@@ -273,7 +273,9 @@ cflags = ["-O2", "-fPIC"]
 
 
 def run_one(test_dir: Path) -> tuple[str, str]:
-    """(outcome, detail) of one test folder: match, refused or wrong (a worker calls it)."""
+    """(outcome, detail) of one test folder: match, refused or wrong (a worker calls it). The compile runs on one
+    process (`jobs=1`): the tests run `--jobs` at once, each worker on a core of its own, and a node test's model is
+    a few kernels, whose code generation a forked pool and early objects only make dearer."""
     import tvm_ext
     from tvm_ext.compile import CompileError
 
@@ -283,7 +285,8 @@ def run_one(test_dir: Path) -> tuple[str, str]:
     try:
         profile = test_dir / "conformance.toml"
         profile.write_text(CONFORMANCE_PROFILE)
-        bundle = tvm_ext.compile(test_dir / "model.onnx", target=str(profile), out=test_dir / "out", name="conf")
+        bundle = tvm_ext.compile(test_dir / "model.onnx", target=str(profile), out=test_dir / "out", name="conf",
+                                 jobs=1)
     except CompileError as err:
         message = str(err)
         if "\n" in message.strip():
