@@ -362,24 +362,32 @@ def serve() -> None:
 
 
 def run_all(folder: Path, selected: dict[str, str], jobs: int) -> list[Outcome]:
-    """Every selected test of `folder`, on `jobs` workers; outcomes in name order."""
+    """Every selected test of `folder`, on `jobs` new workers (stopped at the end); outcomes in name order."""
+    workers = [Worker(folder / f"worker{index}.log") for index in range(jobs)]
+    try:
+        return run_on(folder, selected, workers)
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
+def run_on(folder: Path, selected: dict[str, str], workers: list[Worker]) -> list[Outcome]:
+    """Every selected test of `folder` on `workers` (each takes the next test when done; a worker started
+    before keeps its TVM import: a caller running several selections, e.g. the test suite's parts, on one worker
+    pays the import once); outcomes in name order. The workers are left running."""
     names = sorted(selected)
     results: dict[str, Outcome] = {}
     lock = threading.Lock()
 
-    def job(index: int) -> None:
-        worker = Worker(folder / f"worker{index}.log")
-        try:
-            while True:
-                with lock:
-                    if not names:
-                        return
-                    name = names.pop(0)
-                results[name] = worker.run(folder / name, name, selected[name])
-        finally:
-            worker.stop()
+    def job(worker: Worker) -> None:
+        while True:
+            with lock:
+                if not names:
+                    return
+                name = names.pop(0)
+            results[name] = worker.run(folder / name, name, selected[name])
 
-    threads = [threading.Thread(target=job, args=(i,)) for i in range(jobs)]
+    threads = [threading.Thread(target=job, args=(worker,)) for worker in workers]
     for thread in threads:
         thread.start()
     for thread in threads:
