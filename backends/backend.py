@@ -261,7 +261,8 @@ class KernelSchedules:
     multiplies an input pair by both channels' halves at once (the same bytes as TFLite's [O, K])."""
     tiled_rows: bool = False
     """Whether the int8 lowering gives a FULLY_CONNECTED kernel of several int8 input rows its weights in tiles of
-    eight channels, input after input (`tvm_ext.kernels.dense.tile_rows`: the same bytes as TFLite's [O, K]), for a
+    eight channels, input after input (`tvm_ext.kernels.dense.tile_rows`: the same bytes as TFLite's [O, K]), and a
+    CONV_2D whose output channels are padded to whole tiles of eight its OHWI weights so (each window one row), for a
     core whose tile MAC then reads each input's eight weights at constant offsets, with no channel stride
     (`backends.riscv.schedules.mac.tiled_mac_replacement`)."""
     max_pool_runs: bool = False

@@ -11,7 +11,7 @@ import tvm
 from tvm import relax
 
 from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8, fully_connected_int8
-from ...kernels.dense import PAIRED_TILE, stacks_rows
+from ...kernels.dense import PAIRED_TILE, TILED_TILE, stacks_rows
 from ...kernels.quant_params import conv_multipliers
 from .binary import first_fitting
 from .data_movement import recorded_operator
@@ -68,6 +68,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
+    tiled = padded is not None and kernel is conv2d_int8 and _tiles(ctx, padded, weight, data.tensor)
     depthwise = kernel is depthwise_conv2d_int8
     if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None \
             and str(data.tensor.ty.dtype) == "int8" and ctx.graph.constant(data.tensor) is None:
@@ -79,7 +80,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     mac = MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                     shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
                     weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
-                    paired_weights=paired, weight_length=length, padded_units=padded, macs=macs)
+                    paired_weights=paired, weight_length=length, padded_units=padded, macs=macs, tiled_rows=tiled)
     if depthwise:
         return replace(mac, widened_weights=True) if _widens(ctx, mac, data.tensor, conv) else mac
     return widened_16x8(mac, ctx) if kernel is conv2d_int8 else mac
@@ -208,6 +209,18 @@ def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
     OHWI weights as [O, KH * KW * I]: each channel's window one run of words, as a FULLY_CONNECTED row's): int8
     data and weights, whole tiles of PAIRED_TILE output channels."""
     return str(data.ty.dtype) == "int8" and weight.dtype == np.int8 and weight.shape[-1] % PAIRED_TILE == 0
+
+
+def _tiles(ctx: LoweringContext, padded: int, weight: np.ndarray, data: relax.Expr) -> bool:
+    """Whether a CONV_2D (HWIO ``weight``) whose output channels are padded to ``padded`` (not paired: channels
+    PAIRED_TILE does not divide) takes `tvm_ext.kernels.dense.tile_rows`' layout of its OHWI weights as
+    [O, KH * KW * I] (the backend's ``LoweringContext.tiled_rows``; int8 data and weights, the padded channels whole
+    tiles of TILED_TILE): each tile's window input after input, which one out-of-line tile MAC reads at constant
+    offsets whatever the layer (`backends.riscv.schedules.mac.tiled_mac_replacement`), where an int8 window MAC
+    inlined in each kernel folds the channel stride into its immediates (rv32imc yolo_tiny's 3x3 convolutions of
+    30, 45 and 70 channels, ~1,000 B each). The same bytes as the OHWI weights."""
+    return (ctx.tiled_rows and str(data.ty.dtype) == "int8" and weight.dtype == np.int8
+            and padded % TILED_TILE == 0)
 
 
 def _weight_as_convolved(weight: Int8Weight, conv: relax.Call) -> Optional[np.ndarray]:
