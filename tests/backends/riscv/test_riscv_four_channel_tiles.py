@@ -88,3 +88,26 @@ def test_riscv_twelve_and_twenty_channel_convolutions_accumulate_four_channels_a
         # every pixel's four-channel tiles one call of the fused tiles (on the four-channel window MAC), no scalar
         # accumulation left
         assert f"{bundle.plan.model}_conv_tiles_s8x4" in body and " * ((int32_t)" not in body, (name, body[:2000])
+
+
+def tiled_window_model(folder):
+    """CONV_2D 3x3 SAME (17 -> 30 -> 45 channels: padded to four and six tiles of eight) on a 6x6 image: two kernels
+    whose window MACs pay the one out-of-line tiled copy (`tiled_conv_price.tiled_convs_pay`)."""
+    return _conv_chain(folder, "conv30_45", (6, 6, 17), ((30, 3), (45, 3)), seed=30)
+
+
+def test_riscv_convolutions_padded_to_tiles_of_eight_share_the_tiled_window_mac(compiled) -> None:
+    # Each such kernel inlined the int8 window MAC with its channel stride in immediates (~1,000 B a kernel:
+    # yolo_tiny_80x48_w11's 3x3 kernels of 30, 45 and 70 channels on rv32imc); over tiled OHWI weights every kernel,
+    # its interior and its border pixels, calls the bundle's one out-of-line copy.
+    require_tools(RISCV_TOOLS)
+    bundle = compiled(tiled_window_model, "rv32imc")
+    assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
+    kernels_c = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    model = bundle.plan.model
+    bodies = {match.group(1): match.group(2) for match in
+              re.finditer(r"^void (\w+)\(.*?\) \{\n(.*?)^\}", kernels_c, flags=re.MULTILINE | re.DOTALL)}
+    convolutions = [body for name, body in bodies.items() if "_conv_2d_" in name]
+    assert len(convolutions) == 2, sorted(bodies)
+    for body in convolutions:
+        assert body.count(f"{model}_mac_s8x8_tiled_rows(") == 1 and f"{model}_mac_s8x8(" not in body, body[:3000]
