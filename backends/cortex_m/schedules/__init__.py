@@ -31,6 +31,7 @@ the helpers of `backends.cortex_m.helpers`.
   on Helium the interior's fused helper inlined, or called out of line in the kernels the bundle's choice gives a
   shared copy (`helium_bundle_choice`: from every kernel scheduled first, `KernelSchedules.bundle_choice`);
   `shared_conv_tiles`: likewise the kernels whose channel tiles call the fused helper's out-of-line copy on Helium;
+  `outlined_borders`: the kernels whose border pixels call the table-form tiles' copy (the interior's inlined);
 - `fc_rows` (Helium, and RV32 cores through `backends.riscv.schedules`): then a per-tensor int8 FULLY_CONNECTED
   row's loop over its channel tiles (zeroed accumulators, the one-row MAC, the scalar requantization by constants)
   as one call of the family's shared row helper, one copy per bundle for every such layer;
@@ -291,7 +292,8 @@ class HeliumMacSchedules(DualMacSchedules):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over a pixel
         pair's channel tiles as one call of their out-of-line copy (`pair_tiles.HELIUM_PAIR_TILES`), each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
-        channel-tiles helper (`conv_tiles`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
+        channel-tiles helper (`conv_tiles`; with ``outlined_borders``, a border pixel's table form a call of its
+        out-of-line copy: `outlined_borders`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
         connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, each
         test that goes one way at every iteration reaching it reduced to that branch (`unreached_branches`: a padded
         convolution's interior pixel that no pair covers, where the pairs cover them all), then a padded
@@ -323,8 +325,9 @@ def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[st
     tiles' and the channel tiles' fused helpers inlined) and their calls, which kernels call which forms' out-of-line
     copies of the depthwise tiles (`depthwise_tiles.form_uses`, `shared_tiles`), whose 3x3 border pixels call the
     border copy running the interior's (`helium_shared_borders.shared_borders`) and which the channel tiles' copy
-    (`shared_conv_tiles`), each with the Helium schedules carrying its choices; None where every kernel keeps the
-    helpers inlined."""
+    (`shared_conv_tiles`), and whose border pixels call the table-form tiles' copy (`outlined_borders`; that form's
+    copy then specialized on no kernel's window), each with the Helium schedules carrying its choices; None where
+    every kernel keeps the helpers inlined."""
     tiles = shared_tiles(form_uses(kernels, calls, HELIUM_TILES))
     forms = tiles.forms_of()
     found_borders = border_uses(kernels, calls)
