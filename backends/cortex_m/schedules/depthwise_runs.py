@@ -23,11 +23,14 @@ row's end (it may overlap the one before it: both write the same values).
 Pixel tiles (from five channels, where `pixel_tiles_pay`, or where the runs' band or phases do not fit): each output
 pixel is one call of `<prefix>_depthwise_pixel_s8x4`, the fused tiles of its channels 0-3, 4-7, .. and its last
 four (C - 4 on), reading the weights, biases, multipliers and shifts where they are (no phases), the band a strip
-of `strip_pixels` output pixels' windows (whole rows where they fit the band's bytes; the last strip of a row ending at
-the row's end, overlapping the one before it), so that any channel count whose one pixel's window columns fit
+of `strip_pixels` output pixels' windows (whole rows where they fit the band's bytes, else the fewest strips that
+fit, their pixels spread evenly over the row: the strips' first pixels spread from the row's start to its last strip's,
+some overlapping the one before it), so that any channel count whose one pixel's window columns fit
 takes them. Cortex-m4f, a 3x3 layer over 25x5x30 (ds_cnn_w30_49x10_int8's): 379,404 -> 159,463 instructions (11.2
 -> 4.7 per MAC; 28 channels through the DSP depthwise schedules: 4.1); over 12x12x42 (three strips a row) 4.9 per MAC
-(44 channels: 3.8). An even channel count's weights come widened to int16 (the int8 lowering's, as for whole tiles:
+(44 channels: 3.8). A row of 14 outputs of 38 channels (room for 6 a strip) in three strips of 5 pixels, not of 6
+(the pixels both strips compute 1, not 4): unseen mobilenet_v1_030_72x56_int8's 3x3 layer over 18x14x38 492,741 ->
+415,517 instructions (5.7 -> 4.8 per MAC). An even channel count's weights come widened to int16 (the int8 lowering's, as for whole tiles:
 `tvm_ext.transform.int8.conv`), which the pixel tiles read as they are (`PIXEL_OPS["int16"]`: a tap's weights one
 LDRD, where int8 ones took a word and two SXTB16; the 25x5x30 layer 159,463 -> 142,840, 4.2 per MAC) where the
 pixel tiles take the layer (`pixel_tiles_take`, the kernel's own choice, which the lowering asks): the runs and the
@@ -158,9 +161,13 @@ def pixel_tiles_pay(channels: int, out_w: int) -> bool:
 
 
 def strip_pixels(channels: int, kh: int, kw: int, dilation: int, out_w: int, band_bytes: int = BAND_BYTES) -> int:
-    """The most output pixels of a row (at most `out_w`) whose windows' columns (`kw` taps `dilation` apart) over
-    `kh` rows of `channels` channels fit `band_bytes`; 0 where not one pixel's do."""
-    return max(0, min(out_w, band_bytes // (kh * channels) - (kw - 1) * dilation))
+    """The output pixels of a strip (at most `out_w`): the fewest strips a row takes whose pixels' windows' columns
+    (`kw` taps `dilation` apart) over `kh` rows of `channels` channels fit `band_bytes`, their pixels spread evenly
+    over the row (rounded up); 0 where not one pixel's window fits. Spread, the strips overlap by fewer pixels than
+    the most that fit would (each overlapping pixel computed twice): 14 outputs with room for 6 take three strips of
+    5 (15 pixels computed), not of 6 (18)."""
+    most = max(0, min(out_w, band_bytes // (kh * channels) - (kw - 1) * dilation))
+    return -(-out_w // -(-out_w // most)) if most else 0
 
 
 def dsp_operands_fit(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: _Stage,
