@@ -90,6 +90,33 @@ for _weights, _ops in PIXEL_OPS.items():
                              functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias, weights=_weights),
                              DEPTHWISE_TILES_ACCESS)
 
+PIXEL_TAIL_OPS = by_bias("tvm_ext.depthwise_pixel_tail_s8x4")
+"""The same over int8 weights for a channel count one more than a multiple of four, per bias type: the whole tiles,
+then the last channel alone (``depthwise_pixel.h.in``'s ``_tail``), where it pays (`tail_pays`)."""
+for _bias in BIAS_TYPES:
+    register_helper_call(PIXEL_TAIL_OPS[_bias], DEPTHWISE_PIXEL_HELPERS,
+                         functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias, tail=True),
+                         DEPTHWISE_TILES_ACCESS)
+TAIL_SAVED_PER_TAP = 8
+TAIL_SAVED = 20
+"""The instructions a call of the tail form saves against the last tile overlapping (PIXEL_OPS): per window tap
+(the tile's input word, weight word, four SXTB16 and four SMLAxy against one channel's two LDRSB and SMLABB) and
+besides (three requantizations against the lone channel's row loop). Cortex-m4f, unseen ds_cnn_w33_45x13_int8's 3x3
+layer over 23x7x33: 93 a pixel (227,858 -> 212,841 instructions, 4.8 -> 4.5 per MAC; the model 1,815,337 ->
+1,770,286)."""
+TAIL_CODE_BYTES = 110
+"""The code the tail form adds to a kernel (the lone channel's window and requantization, inlined; that layer's
+bundle 4,184 -> 4,288 B)."""
+
+
+def tail_pays(channels: int, taps: int, calls: int) -> bool:
+    """Whether a kernel making `calls` pixel-tiles calls of `channels` channels over a window of `taps` taps saves
+    more instructions with the tail form (its last channel alone: `channels` one more than a multiple of four, from
+    5) than its code costs at the code price (TAIL_SAVED_PER_TAP, TAIL_SAVED, TAIL_CODE_BYTES)."""
+    return (channels % LANES == 1 and channels > LANES
+            and calls * (TAIL_SAVED_PER_TAP * taps + TAIL_SAVED) > TAIL_CODE_BYTES * INSTRUCTIONS_PER_BYTE)
+
+
 BAND_BYTES = DEFAULT_KERNEL_STACK_BYTES // 2
 """The most bytes of the window's rows, padded, the kernel keeps on its stack (the band: whole rows for the runs,
 a strip of them for pixel tiles, a window's copy for the window form) where the profile keeps the default
@@ -207,7 +234,14 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
                          padding, dilation, 4 if str(bias.dtype) == "int32" else 2, band_bytes)
     if geometry is None or (geometry.runs and str(weight.dtype) != "int8"):  # widened: pixel tiles only
         return None
-    op = (PIXEL_OPS[str(weight.dtype)] if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
+    if geometry.runs:
+        ops = DSP_TILES_OPS
+    elif str(weight.dtype) == "int8" and tail_pays(geometry.call_channels, geometry.kh * geometry.kw,
+                                                   geometry.pixel_calls):
+        ops = PIXEL_TAIL_OPS
+    else:
+        ops = PIXEL_OPS[str(weight.dtype)]
+    op = ops[str(bias.dtype)]
     return extern_from_zero((1, geometry.out_h, geometry.out_w, geometry.channels), [data, weight, bias, multiplier, shift],
                             lambda ins, outs: (_window_kernel if geometry.window else _kernel)(
                                 geometry, op, input_zero_point, output.zero_point, ins, outs),
@@ -301,6 +335,19 @@ class _Geometry:
     def strips(self) -> int:
         """The bands of one output row (where `strip` does not divide out_w, some overlap the one before them)."""
         return -(-self.out_w // self.strip)
+
+    @property
+    def call_channels(self) -> int:
+        """The channels of one pixel tiles' call: a chunk's in the window form, else all."""
+        return self.window or self.channels
+
+    @property
+    def pixel_calls(self) -> int:
+        """The pixel tiles' calls of one kernel call: each pixel's chunks in the window form, else each strip's
+        pixels (some twice where strips overlap)."""
+        if self.window:
+            return self.out_h * self.out_w * -(-self.channels // self.window)
+        return self.out_h * self.strips * self.strip
 
 
 def window_pays(macs: int) -> bool:

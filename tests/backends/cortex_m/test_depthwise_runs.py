@@ -6,7 +6,9 @@ widened to int16 by the int8 lowering where the pixel tiles take the layer (they
 One model of one layer per case, each with its own input and output. Runs: 2, 3, 5 and 6 channels (their phases
 every one or every other channel), square and even windows, SAME and VALID padding, a row stride of 2, dilation 2,
 output rows whose elements are whole tiles of four or not (the last tile overlapping the one before it), an output
-row of exactly one tile. Pixel tiles: 7, 21 and 30 channels (the last tile overlapping), whole rows in the band, and
+row of exactly one tile. Pixel tiles: 7, 21 and 30 channels (the last tile overlapping), 17 over 12x12 (its last channel
+alone: the tail form, which pays over its 144 pixels; 21 over 45 pixels keeps the overlapping tile), whole rows in the
+band, and
 42 channels whose band holds a strip of a row (three strips of 5 of the 6 pixels that fit, spread over the row's 13,
 the last overlapping the one before it; at dilation 2 three of 4). Window form (pixel tiles on a copy of each pixel's window, or of the border pixels' only): stepping two columns
 (6, 13, 45 and 11 channels; SAME and VALID, every pixel interior; a 5x5 window; dilation 2; a row stride of 1),
@@ -65,6 +67,7 @@ PIXELS = (
     Case(7, (2, 3), (5, 5), VALID),  # an even window, rows of 3 pixels
     Case(21, (3, 3), (5, 9)),  # odd: tiles from 0, 4, .., 16 and 17
     Case(30, (3, 3), (6, 5)),  # ds_cnn_w30_49x10_int8's 3x3 layer's channels, two mod four
+    Case(17, (3, 3), (12, 12)),  # one mod four, 144 pixels: the last channel alone (tail_pays)
     Case(42, (3, 3), (4, 13)),  # strips of 5 pixels from 0, 4 and 8 (of 6 from 0, 3 and 7 they recomputed 5)
     Case(42, (3, 3), (8, 11), dilation=2),  # strips of 4 pixels from 0, 3 and 7
 )
@@ -115,8 +118,11 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     # only where some pixel's window leaves the image: all but the VALID one of WINDOWS); the generic ones none
     assert kernels.count("int8_t phase_w_ptr[") == len(RUNS), kernels
     assert len(re.findall(r"\n\s*int8_t band_ptr\[", kernels)) == len(RUNS) + len(PIXELS) + len(WINDOWS) - 1, kernels
-    pixel_kernels = [body for body in kernels.split("\nvoid ") if "_depthwise_pixel_s8x4" in body]
+    pixel_kernels = [body for body in kernels.split("\nvoid ") if re.search(r"_depthwise_pixel(_tail)?_s8x4", body)]
     assert len(pixel_kernels) == len(PIXELS) + len(WINDOWS), kernels
+    # the tail form where it pays (17 channels over 144 pixels), the overlapping last tile elsewhere
+    tails = [body for body in pixel_kernels if "_depthwise_pixel_tail_s8x4" in body]
+    assert len(tails) == 1 and "_12x12x17(" in tails[0].split("\n")[0], kernels
     assert not any("phase_w" in body for body in pixel_kernels), kernels
     # the windows' interior pixels read the image where it lies where every pixel is interior (VALID) or the copies
     # saved pay for the second call's code (the 5x5 one)
@@ -167,6 +173,16 @@ def test_pixel_tiles_band_is_the_fewest_strips_within_its_stack_bound():
                 # one strip fewer would not fit; one pixel fewer a strip would take a strip more
                 assert strips == 1 or band(-(-out_w // (strips - 1)), channels, kh, kw, dilation) > BAND_BYTES
                 assert strip == 1 or -(-out_w // (strip - 1)) > strips
+
+
+def test_the_tail_form_takes_a_last_lone_channel_where_its_pixels_pay_its_code():
+    """The pixel tiles' tail form (the last channel alone) only for a channel count one more than a multiple of four
+    from 5, and only where the kernel's pixel calls save more than its code costs at the code price."""
+    from backends.cortex_m.schedules.depthwise_runs import tail_pays
+
+    assert tail_pays(17, 9, 144) and tail_pays(33, 9, 161)  # the test's case, ds_cnn_w33_45x13_int8's layer
+    assert not tail_pays(21, 9, 45)  # too few pixels for its code
+    assert not any(tail_pays(channels, 9, 10_000) for channels in (1, 4, 6, 7, 8, 19, 30))
 
 
 def test_a_profile_s_kernel_stack_bytes_bound_every_form_s_band_and_phases():
