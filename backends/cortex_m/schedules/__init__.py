@@ -122,6 +122,7 @@ from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIU
                                                               requantize_epilogue_calls, with_left_shifts_recorded)
 from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, shared_conv_tiles
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
+from backends.cortex_m.schedules.tiles_16x8 import tiles_16x8_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_rows import own_for_kernel_stack
@@ -302,7 +303,7 @@ class HeliumMacSchedules(DualMacSchedules):
         requantization may shift left (`requantize_epilogue.may_shift_left`: TFLite's double rounding, not its
         right-shift-only variants) calls the no-op that has its bundle define the vector requantization's VSHL by
         positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out."""
-        floats = float_epilogue_calls(padded_float_calls(unreached_branches(func)))
+        floats = float_epilogue_calls(padded_float_calls(unreached_branches(tiles_16x8_calls(func))))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
         tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
