@@ -15,6 +15,11 @@ def tiles_16x8_helper_name(prefix: str) -> str:
     return f"{prefix}_tiles_s16x4"
 
 
+def dual_mac_s16x4_outlined_name(prefix: str) -> str:
+    """The C name of the int16 dual MAC's out-of-line copy in the bundle `prefix`."""
+    return f"{prefix}_dual_mac_s16x4_outlined"
+
+
 def tiles_16x8_c(prefix: str) -> str:
     """The fused 16x8 tiles' C definition for the bundle `prefix`."""
     return helper_template_c(__package__, TILES_16X8_TEMPLATE, prefix)

@@ -30,15 +30,15 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers import TILES_16X8_HELPERS
-from backends.cortex_m.helpers.tiles_16x8_c import tiles_16x8_helper_name
+from backends.cortex_m.helpers.tiles_16x8_c import dual_mac_s16x4_outlined_name, tiles_16x8_helper_name
 from backends.cortex_m.schedules.conv_tiles import (CONV_TILES_ACCESS, TILE, LoopOffsets, _dual_mac_window,
                                                     _region, at_first_tile, pointee, sole_call, tile_loop_stmts,
                                                     with_tile_overread, zeroed_stores)
-from backends.cortex_m.schedules.dual_mac import DUAL_MAC_S16_OP, _whole
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_ACCESS, DUAL_MAC_S16_OP, _whole
 from packager.fixed_point_c import REQUANTIZE_16X8_OP
 from tvm_ext.tir.helper_access import HelperAccess, register_out_of_line
 from tvm_ext.tir.helper_calls import register_helper_call
-from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import map_leaves, map_store_expressions, with_root_loops_replaced
 
 INT16_RANGE = (-(2**15), 2**15 - 1)
 TILES_16X8_OP = "tvm_ext.tiles_s16x4"
@@ -48,6 +48,10 @@ TILES_16X8_ACCESS = with_tile_overread(
     HelperAccess(tuple(reach for reach in CONV_TILES_ACCESS.pointers if reach.argument != 5)), 2, 8)
 register_helper_call(TILES_16X8_OP, TILES_16X8_HELPERS, tiles_16x8_helper_name, TILES_16X8_ACCESS)
 register_out_of_line(TILES_16X8_OP)
+DUAL_MAC_S16_OUTLINED_OP = "tvm_ext.dual_mac_s16x4_outlined"
+"""DUAL_MAC_S16_OP's call of the int16 dual MAC's out-of-line copy (the same arguments and contract)."""
+register_helper_call(DUAL_MAC_S16_OUTLINED_OP, TILES_16X8_HELPERS, dual_mac_s16x4_outlined_name, DUAL_MAC_ACCESS)
+register_out_of_line(DUAL_MAC_S16_OUTLINED_OP)
 
 
 @dataclass(frozen=True)
@@ -169,3 +173,15 @@ def tiles_16x8_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel) with each loop over 16x8 channel tiles of the module docstring's form replaced by
     one call of the fused tiles' out-of-line copy; any other function unchanged."""
     return with_root_loops_replaced(func, tiles_16x8_call, enclosing=True)
+
+
+def outlined_16x8_macs(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` with each int16 dual MAC call (DUAL_MAC_S16_OP) a call of its out-of-line copy
+    (DUAL_MAC_S16_OUTLINED_OP): after ``tiles_16x8_calls``, the calls of a padded convolution's border regions."""
+    def outlined(node):
+        if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name == DUAL_MAC_S16_OP:
+            return tirx.call_intrin("int32", DUAL_MAC_S16_OUTLINED_OP, *node.args)
+        return None
+
+    body = map_store_expressions(func.body, outlined)
+    return func if body.same_as(func.body) else func.with_body(body)

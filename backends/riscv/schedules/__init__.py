@@ -45,7 +45,7 @@ from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
-from backends.cortex_m.schedules.tiles_16x8 import tiles_16x8_calls
+from backends.cortex_m.schedules.tiles_16x8 import outlined_16x8_macs, tiles_16x8_calls
 from backends.cortex_m.schedules.pixel_pairs import (TWO_PIXEL_MIN_REDUCTION, pair_odd_pixel_row, pair_tests,
                                                      paired_pixel_body, pays_two_pixels)
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
@@ -229,7 +229,7 @@ class RiscvMacSchedules:
         rv32imc, the depthwise kernels' instructions: vww_96_int8 7,476,034 -> 7,050,519, kws_ref_model 2,548,939 ->
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
-        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(tiles_16x8_calls(func), helper=RISCV_EPILOGUE,
+        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(outlined_16x8_macs(tiles_16x8_calls(func)), helper=RISCV_EPILOGUE,
                                                                         partial_tables=True,
                                                                         partial_stores=True),
                                               helper=RISCV_DOUBLE_EPILOGUE)
