@@ -12,6 +12,9 @@ these modules name the helpers and list the templates a bundle defines:
   the fused depthwise channel tiles (`depthwise_mac_c`'s `depthwise_tiles.h.in`), the fused convolution
   channel tiles (`dual_mac_c`'s `conv_tiles_s8x4.h.in`) and the fused channel tiles of an unpadded
   convolution's pixel pair (`pair_tiles_c`);
+- `tiles_16x8_c`: the fused channel tiles of a 16x8 CONV_2D or FULLY_CONNECTED, one out-of-line copy per bundle
+  (`tiles_16x8.h.in`, Helium cores and RV32), a library of its own (`TILES_16X8_HELPERS`) that only its kernels' calls
+  record, with the 16x8 requantization it calls;
 - `window1_conv_c`: an int8 convolution whose window reads one input channel, every pixel and channel in one call
   (`window1_conv.h.in`, DSP cores), a library of its own (`WINDOW1_HELPERS`) that only its kernels' calls record;
 - `pointwise_few_c`: an int8 1x1 convolution of one to four input channels, every pixel and channel in one call

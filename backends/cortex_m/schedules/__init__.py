@@ -302,7 +302,9 @@ class HeliumMacSchedules(DualMacSchedules):
         21,048 -> 13,340 B of code, 114,799 -> 109,006 instructions); a kernel whose
         requantization may shift left (`requantize_epilogue.may_shift_left`: TFLite's double rounding, not its
         right-shift-only variants) calls the no-op that has its bundle define the vector requantization's VSHL by
-        positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out."""
+        positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out. First of all, a
+        16x8 layer's loop over a pixel's channel tiles becomes one call of the fused 16x8 tiles' out-of-line copy
+        (`tiles_16x8`)."""
         floats = float_epilogue_calls(padded_float_calls(unreached_branches(tiles_16x8_calls(func))))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)

@@ -18,6 +18,15 @@ and a loop over the tile's four lanes whose one store (under the channel test or
 biases and multipliers at the channel ``c``, with a clamp of constant bounds or none; the inputs do not move with
 the tile, the weights move four channels, and the outputs, biases and multipliers four elements. The accumulators
 are then written and read only inside one iteration: the helper computes the same integer sums, bit-exact.
+
+Where it runs: Helium cores (``HeliumMacSchedules.epilogue_calls``; the copy's own predicated vector loop) and RV32
+(``RiscvMacSchedules.epilogue_calls``: a 16x8 reduction takes tiles of four there, each one call of the int16 dual
+MAC, whose portable C the copy runs as a loop of its own; the calls it does not take, a padded convolution's border
+regions, call the dual MAC's one out-of-line copy, ``outlined_16x8_macs``). Not on DSP cores without MVE: on
+cortex-m4f, whose 16x8 kernels read int16-widened weights, the copy made ds_cnn_w33_45x13_16x8 slower (3,521,140 ->
+4,228,322 instructions, its first form) and larger (2,976 -> 3,024 B). Measured (code B, instructions): cortex-m55
+ds_cnn_w33_45x13_16x8 3,116 -> 2,888, 3,033,005 -> 3,215,362; tcn_44x19_c22_d1248_16x8 5,516 -> 2,788, 817,909 ->
+771,920; rv32imc resnet8_w11_32x44_16x8 13,312 -> 11,610, 36,044,127 -> 36,573,352.
 """
 
 from __future__ import annotations

@@ -228,7 +228,9 @@ class RiscvMacSchedules:
         as one call of the fused depthwise tiles (RISCV_DEPTHWISE_TILES: the interior's and the border's forms;
         rv32imc, the depthwise kernels' instructions: vww_96_int8 7,476,034 -> 7,050,519, kws_ref_model 2,548,939 ->
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
-        vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
+        vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone). First, a
+        16x8 layer's loop over a pixel's channel tiles as one call of the fused 16x8 tiles' out-of-line copy, and its
+        other int16 dual MAC calls as calls of that MAC's out-of-line copy (`tiles_16x8`)."""
         epilogues = requantize_epilogue_calls(requantize_epilogue_calls(outlined_16x8_macs(tiles_16x8_calls(func)), helper=RISCV_EPILOGUE,
                                                                         partial_tables=True,
                                                                         partial_stores=True),

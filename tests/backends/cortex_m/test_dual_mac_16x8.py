@@ -194,3 +194,17 @@ def test_16x8_sums_beyond_int32_stay_int64(case, tmp_path):
     assert board.selftest.passed, board.selftest.output
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     assert "int64_t acc" in kernels and "depthwise_mac" not in kernels and "dual_mac" not in kernels
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "rv32imc"])
+def test_16x8_tiles_call_the_fused_copy_on_helium_and_rv32_bit_exactly(target, tmp_path):
+    """The 16x8 helper model's VALID 3x3, padded 1x1 and FULLY_CONNECTED kernels each call the fused 16x8 tiles'
+    one out-of-line copy (`backends.cortex_m.schedules.tiles_16x8`) on cortex-m55 (the Helium loop) and rv32imc
+    (its portable loop, tiles of four), their last tiles of fewer channels too; the emulated self-test is bit-exact with the
+    compile's reference (TFLite's)."""
+    path = tmp_path / "helper_16x8.tflite"
+    path.write_bytes(build(dual_mac_model()))
+    board = compile(path, target, tmp_path / target)
+    assert board.selftest.passed, board.selftest.output
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert _kernels_calling(kernels, "_tiles_s16x4(") >= 3, kernels
