@@ -122,7 +122,7 @@ from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIU
                                                               requantize_epilogue_calls, with_left_shifts_recorded)
 from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, shared_conv_tiles
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
-from backends.cortex_m.schedules.tiles_16x8 import tiles_16x8_calls
+from backends.cortex_m.schedules.tiles_16x8 import outlined_16x8_macs, tiles_16x8_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_rows import own_for_kernel_stack
@@ -305,7 +305,7 @@ class HeliumMacSchedules(DualMacSchedules):
         positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out. First of all, a
         16x8 layer's loop over a pixel's channel tiles becomes one call of the fused 16x8 tiles' out-of-line copy
         (`tiles_16x8`)."""
-        floats = float_epilogue_calls(padded_float_calls(unreached_branches(tiles_16x8_calls(func))))
+        floats = float_epilogue_calls(padded_float_calls(unreached_branches(outlined_16x8_macs(tiles_16x8_calls(func), keep_widest=True))))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
         tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
