@@ -26,7 +26,9 @@ regions, call the dual MAC's one out-of-line copy, ``outlined_16x8_macs``). Not 
 cortex-m4f, whose 16x8 kernels read int16-widened weights, the copy made ds_cnn_w33_45x13_16x8 slower (3,521,140 ->
 4,228,322 instructions, its first form) and larger (2,976 -> 3,024 B). Measured (code B, instructions): cortex-m55
 ds_cnn_w33_45x13_16x8 3,116 -> 2,888, 3,033,005 -> 3,215,362; tcn_44x19_c22_d1248_16x8 5,516 -> 2,788, 817,909 ->
-771,920; rv32imc resnet8_w11_32x44_16x8 13,312 -> 11,610, 36,044,127 -> 36,573,352.
+771,920; rv32imc resnet8_w11_32x44_16x8 13,312 -> 9,122, 36,044,127 -> 42,576,286 (four sums a tile where TVM's
+eight shared each input's load, and the copy's one input a step: see tiles_16x8.h.in), tcn_44x19_c22_d1248_16x8
+5,726 -> 2,772, 2,631,026 -> 3,534,134.
 """
 
 from __future__ import annotations
