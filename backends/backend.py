@@ -264,9 +264,14 @@ class KernelSchedules:
     multiplies an input pair by both channels' halves at once (the same bytes as TFLite's [O, K])."""
     tiled_rows: bool = False
     """Whether the int8 lowering gives a FULLY_CONNECTED kernel of several int8 input rows its weights in tiles of
-    eight channels, input after input (`tvm_ext.kernels.dense.tile_rows`: the same bytes as TFLite's [O, K]), for a
+    eight channels, input after input (`tvm_ext.kernels.dense.tile_rows`: the same bytes as TFLite's [O, K]), and a
+    CONV_2D whose output channels are padded to whole tiles of eight its OHWI weights so (each window one row), for a
     core whose tile MAC then reads each input's eight weights at constant offsets, with no channel stride
     (`backends.riscv.schedules.mac.tiled_mac_replacement`)."""
+    tiled_convs_pay: Optional[Callable[[tuple[tuple[int, int], ...]], frozenset[int]]] = None
+    """Which of a model's CONV_2D kernels `tiled_rows` takes (those whose output channels are padded to whole tiles of
+    eight), given each one's (window inputs, channel tiles' calls per inference: output pixels times tiles of eight)
+    in order: the indices where the core's tiled MAC saves what its calls and its one copy cost; None: every one."""
     max_pool_runs: bool = False
     """Whether the int8 lowering writes int8 MAX_POOL_2D as runs over a pixel's channels
     (`tvm_ext.kernels.copy_runs.max_pool2d_runs`), for a core whose helpers take a run's maximum a word at a time."""

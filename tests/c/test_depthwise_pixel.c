@@ -3,8 +3,10 @@
  * depthwise_tiles.h.in, with the prefix lp): lp_depthwise_pixel_s8x4 and _b16 against the plain sums of the window
  * from the bias and the bundle's scalar requantization (lp_requantize_double_small, lp_saturate_int8), nothing
  * read or written outside the contract's buffers; lp_depthwise_pixel_s8x4w16 and _b16 the same with the weights
- * widened to int16 (the int8 lowering's, for an even channel count). Channels 4 (one tile), 5, 6, 7 (the last tile overlapping the
- * first), 30 and 42 (two mod four, the depthwise runs' pixels), 21 and 255 (odd), 8 (whole tiles); 3x3, 5x5 at
+ * widened to int16 (the int8 lowering's, for an even channel count); lp_depthwise_pixel_tail_s8x4 and _b16 the same
+ * (int8 weights) for a channel count one more than a multiple of four (5, 9, 21, 33: the last channel alone). Channels
+ * 4 (one tile), 5, 6, 7 (the last tile overlapping the
+ * first), 30 and 42 (two mod four, the depthwise runs' pixels), 9, 21, 33 and 255 (odd), 8 (whole tiles); 3x3, 5x5 at
  * dilation 2, a 1x10 row and a 2x3 window; the inputs a band of a row (strides of the channels) or of another
  * pitch, the weights the layer's (KH, KW, C); inputs and weights over the whole int8 range and all at the minimum,
  * biases up to +-2^28 (int16 ones for _b16), every shift -31..-1, drawn multipliers and zero points; each geometry
@@ -60,15 +62,18 @@ static int8_t expected(int32_t c, int narrow, int32_t x_row_stride, int32_t x_co
 }
 
 /* One geometry, both bias types, mixed and extreme values (inlined: the sizes constants where the caller's are),
-   int8 weights and, for an even channel count (the int16 helpers' domain), int16 ones, every buffer a guarded copy
+   int8 weights and, for an even channel count (the int16 helpers' domain), int16 ones, or for a count one more than
+   a multiple of four from 5 (the tail helpers' domain) the tail helpers, every buffer a guarded copy
    of exactly what the call reads or writes (the forms' order puts each bias type's copies once at a guard's start
    and once at a guard's end: guarded_copy alternates per slot). */
 static inline __attribute__((always_inline)) void check(int32_t x_row_stride, int32_t x_col_stride,
         int32_t w_row_stride, int32_t w_col_stride, int32_t rows, int32_t cols, int32_t channels)
 {
-    const int32_t forms = channels % 2 == 0 ? 8 : 4;
+    const int tails = channels % 4 == 1 && channels > 4;
+    const int32_t forms = channels % 2 == 0 || tails ? 8 : 4;
     for (int32_t form = 0; form < forms; ++form) {
-        const int narrow = form % 4 == 1 || form % 4 == 2, all_min = form % 4 / 2, wide = form / 4;
+        const int narrow = form % 4 == 1 || form % 4 == 2, all_min = form % 4 / 2, wide = form / 4 && !tails;
+        const int tail = form / 4 && tails;
         const int32_t w_box = guarded_box(rows, cols, w_row_stride, w_col_stride, channels, 1);
         int32_t returned, wrong;
         draw(all_min);
@@ -86,6 +91,14 @@ static inline __attribute__((always_inline)) void check(int32_t x_row_stride, in
                 : lp_depthwise_pixel_s8x4w16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point,
                                              x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols,
                                              channels);
+        } else if (tail) {
+            returned = narrow
+                ? lp_depthwise_pixel_tail_s8x4_b16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point,
+                                                   x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols,
+                                                   channels)
+                : lp_depthwise_pixel_tail_s8x4(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point,
+                                               x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols,
+                                               channels);
         } else {
             returned = narrow
                 ? lp_depthwise_pixel_s8x4_b16(g_out, g_x, g_w, g_bias, g_multiplier, g_shift, zero_point,
@@ -119,7 +132,7 @@ static void check_band(int32_t channels)
 
 int main(void)
 {
-    static const int32_t CHANNELS[] = {4, 5, 6, 7, 8, 21, 30, 42};
+    static const int32_t CHANNELS[] = {4, 5, 6, 7, 8, 9, 21, 30, 33, 42};
     for (uint32_t i = 0; i < sizeof CHANNELS / sizeof CHANNELS[0]; ++i) {
         check_band(CHANNELS[i]);
     }
@@ -127,6 +140,7 @@ int main(void)
        band rows are 1,000 bytes apart and weights' rows wider than the window */
     check(3 * 255, 255, 3 * 255, 255, 3, 3, 255);
     check(13 * 30, 2 * 30, 5 * 30, 30, 5, 5, 30);
+    check(13 * 33, 2 * 33, 5 * 33, 33, 5, 5, 33);
     check(70, 7, 70, 7, 1, 10, 7);
     check(1000, 7, 35, 7, 2, 3, 7);
     return cases_verdict(cases, failures);

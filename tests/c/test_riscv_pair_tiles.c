@@ -21,7 +21,8 @@
  * channels), each with its MAC loop unrolled and not, against the same plain sums and scalar helpers, the weights
  * laid out as tvm_ext.kernels.dense.tile_rows lays them out (tile t's input j's eight weights the bytes
  * 8 (t * row_len + j) .. + 7), and lp_mac_s8x8_tiled and lp_mac_s8x2x8_tiled against the plain sums added to their
- * accumulators, for the one-row windows, 1 to 3 tiles. Built by tests/backends/riscv/test_riscv_helpers_c.py on the
+ * accumulators, for the one-row windows, 1 to 3 tiles; and their forms over window rows lp_mac_s8x8_tiled_rows and
+ * lp_mac_s8x2x8_tiled_rows (a CONV_2D's tiled window: tiled_window_cases) for every window case. Built by tests/backends/riscv/test_riscv_helpers_c.py on the
  * host and, for rv32imc and rv32imafc, under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first
  * failures and exits 1. */
 #include <stdint.h>
@@ -44,6 +45,54 @@ static int32_t words[MAX_TILES * TILE_WORDS];
 #define ROW_MAX WINDOW_ROW_LEN_MAX /* the tiled rows' cases: each channel's row, ROW_MAX apart in tw8 */
 static int8_t tw8[MAX_CHANNELS][ROW_MAX];
 static int8_t tiled[MAX_CHANNELS * WINDOW_ROW_LEN_MAX];
+
+/* The tiled windows' cases (mac_s8x8_tiled.h.in's _rows forms, a CONV_2D's window over its tiled OHWI weights:
+   window input j = r * row_len + k's eight weights the bytes 8j .. 8j + 7): every window case, one pixel and two,
+   their sums added to the accumulators' values; their count added to *cases, their failures to *failures. */
+static void tiled_window_cases(int32_t *cases_out, int32_t *failures_out)
+{
+    static int8_t x[BUFFER];
+    static int8_t window[8 * WINDOW_MAX];
+    uint32_t state = 29;
+    int32_t cases = 0, failures = *failures_out;
+    for (int32_t i = 0; i < WINDOW_CASES; ++i) {
+        const window_case wc = window_case_of(i);
+        const int32_t n = wc.rows * wc.row_len;
+        const int8_t *xo = x + wc.x_offset;
+        fill_s8(x, BUFFER, &state, wc.all_min);
+        fill_s8(window, 8 * n, &state, wc.all_min);
+        int32_t acc[16], want[16], one[8];
+        for (int32_t c = 0; c < 16; ++c) {
+            acc[c] = want[c] = (int32_t)(next_value(&state) % 2001u) - 1000;
+        }
+        for (int32_t c = 0; c < 8; ++c) {
+            one[c] = acc[c];
+        }
+        for (int32_t p = 0; p < 2; ++p) {
+            for (int32_t c = 0; c < 8; ++c) {
+                for (int32_t r = 0; r < wc.rows; ++r) {
+                    for (int32_t k = 0; k < wc.row_len; ++k) {
+                        want[8 * p + c] += xo[p * wc.x_pixel_stride + r * wc.x_row_stride + k]
+                            * window[8 * (r * wc.row_len + k) + c];
+                    }
+                }
+            }
+        }
+        int wrong = lp_mac_s8x8_tiled_rows(one, xo, window, wc.x_row_stride, wc.rows, wc.row_len) != 0
+            || lp_mac_s8x2x8_tiled_rows(acc, acc + 8, xo, window, wc.x_row_stride, wc.rows, wc.row_len,
+                                        wc.x_pixel_stride) != 0;
+        for (int32_t c = 0; c < 16; ++c) {
+            wrong |= acc[c] != want[c] || (c < 8 && one[c] != want[c]);
+        }
+        cases += 1;
+        failures += wrong;
+        if (wrong && failures <= 5) {
+            printf("wrong tiled window case %ld: rows %ld, row_len %ld\n", (long)i, (long)wc.rows, (long)wc.row_len);
+        }
+    }
+    *cases_out += cases;
+    *failures_out = failures;
+}
 
 /* The tiled rows' cases (mac_s8x8_tiled.h.in; this file's header comment): their count added to *cases, their
    failures to *failures. */
@@ -282,5 +331,6 @@ int main(void)
         }
     }
     tiled_rows_cases(&cases, &failures);
+    tiled_window_cases(&cases, &failures);
     return cases_verdict(cases, failures);
 }

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from tvm import te, tirx
 
-from .dense import PAIRED_TILE, paired_weight
+from .dense import PAIRED_TILE, TILED_TILE, paired_weight
 from .requantize import OutputStage, accumulator_dtype, requantize
 
 
@@ -72,12 +72,14 @@ def conv2d_int8(
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
     multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None, zero_point_in_bias: bool = False,
     weight_layout: WeightLayout = WeightLayout.HWIO, paired_weights: bool = False,
-    kernel_size: Optional[Sequence[int]] = None, units: Optional[int] = None,
+    kernel_size: Optional[Sequence[int]] = None, units: Optional[int] = None, tiled_rows: bool = False,
 ) -> te.Tensor:
     """CONV_2D: data NHWC int8, weight int8 in ``weight_layout`` (HWIO by default), bias int32[O] -> NHWC int8
     (int16 data, int64 bias -> int16: 16x8). With ``paired_weights`` (int8 data) the weight is
     `tvm_ext.kernels.dense.pair_weights`' int32 words of its OHWI values as [O, KH * KW * I], reshaped to
-    [O / 8, KH, KW, I, 4], instead. ``kernel_size`` (KH, KW): the window of an OHWI_PADDED weight.
+    [O / 8, KH, KW, I, 4], instead; with ``tiled_rows`` `tvm_ext.kernels.dense.tile_rows`' int8 bytes of them,
+    reshaped to [O / 8, KH, KW, I, 8] (each tile of eight channels' window, input after input). ``kernel_size``
+    (KH, KW): the window of an OHWI_PADDED weight.
 
     Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
 
@@ -89,6 +91,9 @@ def conv2d_int8(
     if paired_weights:
         kh, kw, cin = (int(d) for d in weight.shape[1:4])
         cout = int(weight.shape[0]) * PAIRED_TILE
+    elif tiled_rows:
+        kh, kw, cin = (int(d) for d in weight.shape[1:4])
+        cout = int(weight.shape[0]) * TILED_TILE
     elif weight_layout is WeightLayout.OHWI:
         cout, kh, kw, cin = (int(d) for d in weight.shape)
     elif weight_layout is WeightLayout.OHWI_PADDED:
@@ -99,6 +104,8 @@ def conv2d_int8(
     def weight_at(ry, rx, rc, o):
         if paired_weights:
             return paired_weight(weight, o, ry, rx, rc)
+        if tiled_rows:
+            return weight[o // TILED_TILE, ry, rx, rc, o % TILED_TILE]
         if weight_layout is WeightLayout.OHWI_PADDED:
             return weight[o, (ry * kw + rx) * cin + rc]
         return weight[o, ry, rx, rc] if weight_layout is WeightLayout.OHWI else weight[ry, rx, rc, o]

@@ -95,10 +95,11 @@ def dsp_depthwise_pad_helper_name(prefix: str, weights: str = "int8") -> str:
     return f"{prefix}_depthwise_pad_s8x4{WEIGHT_TAGS[weights]}"
 
 
-def dsp_depthwise_pixel_helper_name(prefix: str, bias: str, weights: str = "int8") -> str:
+def dsp_depthwise_pixel_helper_name(prefix: str, bias: str, weights: str = "int8", tail: bool = False) -> str:
     """The C name of one pixel's fused tiles of any channel count over weights of type `weights` ("int8", or
-    "int16": widened at compile time) for biases of type `bias` ("int32" or "int16") in the bundle `prefix`."""
-    return bias_form(f"{prefix}_depthwise_pixel_s8x4{WEIGHT_TAGS[weights]}", bias)
+    "int16": widened at compile time) for biases of type `bias` ("int32" or "int16") in the bundle `prefix`; with
+    `tail` (int8 weights), the form whose last channel runs alone (a count one more than a multiple of four)."""
+    return bias_form(f"{prefix}_depthwise_pixel{'_tail' if tail else ''}_s8x4{WEIGHT_TAGS[weights]}", bias)
 
 
 def dsp_depthwise_pair_helper_name(prefix: str, bias: str) -> str:

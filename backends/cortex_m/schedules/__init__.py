@@ -31,6 +31,7 @@ the helpers of `backends.cortex_m.helpers`.
   on Helium the interior's fused helper inlined, or called out of line in the kernels the bundle's choice gives a
   shared copy (`helium_bundle_choice`: from every kernel scheduled first, `KernelSchedules.bundle_choice`);
   `shared_conv_tiles`: likewise the kernels whose channel tiles call the fused helper's out-of-line copy on Helium;
+  `outlined_borders`: the kernels whose border pixels call the table-form tiles' copy (the interior's inlined);
 - `fc_rows` (Helium, and RV32 cores through `backends.riscv.schedules`): then a per-tensor int8 FULLY_CONNECTED
   row's loop over its channel tiles (zeroed accumulators, the one-row MAC, the scalar requantization by constants)
   as one call of the family's shared row helper, one copy per bundle for every such layer;
@@ -92,7 +93,7 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_CONV_TILES, HELIUM_SHARED_CONV_TILES,
-                                                     HELIUM_TAIL_CHOICES, ConvTileHelpers, conv_tiles_calls,
+                                                     HELIUM_TAIL_CHOICES, TABLE_FORM, ConvTileHelpers, conv_tiles_calls,
                                                      executions, one_row_padding_pays)
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_pairs import depthwise_pair_calls
@@ -120,6 +121,7 @@ from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tes
 from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernels, quad_tiles_calls, quad_uses
 from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIUM_EPILOGUE, may_shift_left,
                                                               requantize_epilogue_calls, with_left_shifts_recorded)
+from backends.cortex_m.schedules.outlined_borders import outlined_border_calls, outlined_borders
 from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, shared_conv_tiles
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.tiles_16x8 import outlined_16x8_macs, tiles_16x8_calls
@@ -275,7 +277,11 @@ class HeliumMacSchedules(DualMacSchedules):
     collapses_border = None  # Helium's border helper takes 3x3 windows, whose borders make 9 rectangles at most
     whole_channel_tile = False  # not measured on Helium
 
-    def __init__(self, tiles: TileHelpers = HELIUM_TILES, conv_tiles: ConvTileHelpers = HELIUM_CONV_TILES) -> None:
+    def __init__(self, tiles: TileHelpers = HELIUM_TILES, conv_tiles: ConvTileHelpers = HELIUM_CONV_TILES,
+                 outlined_borders: bool = False) -> None:
+        self.outlined_borders = outlined_borders
+        """Whether the kernel's border pixels call the table-form tiles' out-of-line copy (`outlined_borders`:
+        `helium_bundle_choice`)."""
         self.tiles = tiles
         """The depthwise tiles' helpers (`depthwise_tiles`), with the bundle's choice of the forms whose
         out-of-line copy its kernels share (`TileHelpers.shared`: `helium_bundle_choice`)."""
@@ -287,7 +293,8 @@ class HeliumMacSchedules(DualMacSchedules):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over a pixel
         pair's channel tiles as one call of their out-of-line copy (`pair_tiles.HELIUM_PAIR_TILES`), each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
-        channel-tiles helper (`conv_tiles`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
+        channel-tiles helper (`conv_tiles`; with ``outlined_borders``, a border pixel's table form a call of its
+        out-of-line copy: `outlined_borders`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
         connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, each
         test that goes one way at every iteration reaching it reduced to that branch (`unreached_branches`: a padded
         convolution's interior pixel that no pair covers, where the pairs cover them all), then a padded
@@ -308,6 +315,7 @@ class HeliumMacSchedules(DualMacSchedules):
         floats = float_epilogue_calls(padded_float_calls(unreached_branches(outlined_16x8_macs(tiles_16x8_calls(func), keep_widest=True))))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
+        tiles = outlined_border_calls(tiles) if self.outlined_borders else tiles
         tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
                                           HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
         tailed = biased_requantize_calls(tailed)  # an element loop's rescales (`biased_requantize`)
@@ -320,20 +328,26 @@ def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[st
     tiles' and the channel tiles' fused helpers inlined) and their calls, which kernels call which forms' out-of-line
     copies of the depthwise tiles (`depthwise_tiles.form_uses`, `shared_tiles`), whose 3x3 border pixels call the
     border copy running the interior's (`helium_shared_borders.shared_borders`) and which the channel tiles' copy
-    (`shared_conv_tiles`), each with the Helium schedules carrying its choices; None where every kernel keeps the
-    helpers inlined."""
+    (`shared_conv_tiles`), and whose border pixels call the table-form tiles' copy (`outlined_borders`; that form's
+    copy then specialized on no kernel's window), each with the Helium schedules carrying its choices; None where
+    every kernel keeps the helpers inlined."""
     tiles = shared_tiles(form_uses(kernels, calls, HELIUM_TILES))
     forms = tiles.forms_of()
     found_borders = border_uses(kernels, calls)
     borders_chosen = shared_borders(found_borders, tiles)
     borders = {use.kernel: frozenset({key[0]}) for key in borders_chosen for use in found_borders[key]}
-    conv_shared = shared_conv_tiles(*conv_tiles_uses(kernels, calls))
-    if not forms and not borders and not conv_shared:
+    outlined = outlined_borders(kernels, calls)
+    uses, present = conv_tiles_uses(kernels, calls)
+    # the table forms' copy the border pixels call is generic over their windows: none specialized on a window
+    conv_shared = shared_conv_tiles(uses, present | {bias + TABLE_FORM for bias in outlined})
+    outlined_kernels = frozenset().union(*outlined.values())
+    if not forms and not borders and not conv_shared and not outlined_kernels:
         return None
-    choices = {kernel: (forms.get(kernel, frozenset()), borders.get(kernel, frozenset()), kernel in conv_shared)
-               for kernel in set(forms) | set(borders) | conv_shared}
+    choices = {kernel: (forms.get(kernel, frozenset()), borders.get(kernel, frozenset()), kernel in conv_shared,
+                        kernel in outlined_kernels)
+               for kernel in set(forms) | set(borders) | conv_shared | outlined_kernels}
     schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0], shared_borders=choice[1]),
-                                            HELIUM_SHARED_CONV_TILES if choice[2] else HELIUM_CONV_TILES)
+                                            HELIUM_SHARED_CONV_TILES if choice[2] else HELIUM_CONV_TILES, choice[3])
                  for choice in set(choices.values())}
     return BundleChoice({kernel: schedules[choice] for kernel, choice in choices.items()})
 

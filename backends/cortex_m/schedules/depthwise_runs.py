@@ -23,11 +23,14 @@ row's end (it may overlap the one before it: both write the same values).
 Pixel tiles (from five channels, where `pixel_tiles_pay`, or where the runs' band or phases do not fit): each output
 pixel is one call of `<prefix>_depthwise_pixel_s8x4`, the fused tiles of its channels 0-3, 4-7, .. and its last
 four (C - 4 on), reading the weights, biases, multipliers and shifts where they are (no phases), the band a strip
-of `strip_pixels` output pixels' windows (whole rows where they fit the band's bytes; the last strip of a row ending at
-the row's end, overlapping the one before it), so that any channel count whose one pixel's window columns fit
+of `strip_pixels` output pixels' windows (whole rows where they fit the band's bytes, else the fewest strips that
+fit, their pixels spread evenly over the row: the strips' first pixels spread from the row's start to its last strip's,
+some overlapping the one before it), so that any channel count whose one pixel's window columns fit
 takes them. Cortex-m4f, a 3x3 layer over 25x5x30 (ds_cnn_w30_49x10_int8's): 379,404 -> 159,463 instructions (11.2
 -> 4.7 per MAC; 28 channels through the DSP depthwise schedules: 4.1); over 12x12x42 (three strips a row) 4.9 per MAC
-(44 channels: 3.8). An even channel count's weights come widened to int16 (the int8 lowering's, as for whole tiles:
+(44 channels: 3.8). A row of 14 outputs of 38 channels (room for 6 a strip) in three strips of 5 pixels, not of 6
+(the pixels both strips compute 1, not 4): unseen mobilenet_v1_030_72x56_int8's 3x3 layer over 18x14x38 492,741 ->
+415,517 instructions (5.7 -> 4.8 per MAC). An even channel count's weights come widened to int16 (the int8 lowering's, as for whole tiles:
 `tvm_ext.transform.int8.conv`), which the pixel tiles read as they are (`PIXEL_OPS["int16"]`: a tap's weights one
 LDRD, where int8 ones took a word and two SXTB16; the 25x5x30 layer 159,463 -> 142,840, 4.2 per MAC) where the
 pixel tiles take the layer (`pixel_tiles_take`, the kernel's own choice, which the lowering asks): the runs and the
@@ -86,6 +89,33 @@ for _weights, _ops in PIXEL_OPS.items():
         register_helper_call(_ops[_bias], DEPTHWISE_PIXEL_HELPERS,
                              functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias, weights=_weights),
                              DEPTHWISE_TILES_ACCESS)
+
+PIXEL_TAIL_OPS = by_bias("tvm_ext.depthwise_pixel_tail_s8x4")
+"""The same over int8 weights for a channel count one more than a multiple of four, per bias type: the whole tiles,
+then the last channel alone (``depthwise_pixel.h.in``'s ``_tail``), where it pays (`tail_pays`)."""
+for _bias in BIAS_TYPES:
+    register_helper_call(PIXEL_TAIL_OPS[_bias], DEPTHWISE_PIXEL_HELPERS,
+                         functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias, tail=True),
+                         DEPTHWISE_TILES_ACCESS)
+TAIL_SAVED_PER_TAP = 8
+TAIL_SAVED = 20
+"""The instructions a call of the tail form saves against the last tile overlapping (PIXEL_OPS): per window tap
+(the tile's input word, weight word, four SXTB16 and four SMLAxy against one channel's two LDRSB and SMLABB) and
+besides (three requantizations against the lone channel's row loop). Cortex-m4f, unseen ds_cnn_w33_45x13_int8's 3x3
+layer over 23x7x33: 93 a pixel (227,858 -> 212,841 instructions, 4.8 -> 4.5 per MAC; the model 1,815,337 ->
+1,770,286)."""
+TAIL_CODE_BYTES = 110
+"""The code the tail form adds to a kernel (the lone channel's window and requantization, inlined; that layer's
+bundle 4,184 -> 4,288 B)."""
+
+
+def tail_pays(channels: int, taps: int, calls: int) -> bool:
+    """Whether a kernel making `calls` pixel-tiles calls of `channels` channels over a window of `taps` taps saves
+    more instructions with the tail form (its last channel alone: `channels` one more than a multiple of four, from
+    5) than its code costs at the code price (TAIL_SAVED_PER_TAP, TAIL_SAVED, TAIL_CODE_BYTES)."""
+    return (channels % LANES == 1 and channels > LANES
+            and calls * (TAIL_SAVED_PER_TAP * taps + TAIL_SAVED) > TAIL_CODE_BYTES * INSTRUCTIONS_PER_BYTE)
+
 
 BAND_BYTES = DEFAULT_KERNEL_STACK_BYTES // 2
 """The most bytes of the window's rows, padded, the kernel keeps on its stack (the band: whole rows for the runs,
@@ -158,9 +188,13 @@ def pixel_tiles_pay(channels: int, out_w: int) -> bool:
 
 
 def strip_pixels(channels: int, kh: int, kw: int, dilation: int, out_w: int, band_bytes: int = BAND_BYTES) -> int:
-    """The most output pixels of a row (at most `out_w`) whose windows' columns (`kw` taps `dilation` apart) over
-    `kh` rows of `channels` channels fit `band_bytes`; 0 where not one pixel's do."""
-    return max(0, min(out_w, band_bytes // (kh * channels) - (kw - 1) * dilation))
+    """The output pixels of a strip (at most `out_w`): the fewest strips a row takes whose pixels' windows' columns
+    (`kw` taps `dilation` apart) over `kh` rows of `channels` channels fit `band_bytes`, their pixels spread evenly
+    over the row (rounded up); 0 where not one pixel's window fits. Spread, the strips overlap by fewer pixels than
+    the most that fit would (each overlapping pixel computed twice): 14 outputs with room for 6 take three strips of
+    5 (15 pixels computed), not of 6 (18)."""
+    most = max(0, min(out_w, band_bytes // (kh * channels) - (kw - 1) * dilation))
+    return -(-out_w // -(-out_w // most)) if most else 0
 
 
 def dsp_operands_fit(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: _Stage,
@@ -200,7 +234,14 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
                          padding, dilation, 4 if str(bias.dtype) == "int32" else 2, band_bytes)
     if geometry is None or (geometry.runs and str(weight.dtype) != "int8"):  # widened: pixel tiles only
         return None
-    op = (PIXEL_OPS[str(weight.dtype)] if geometry.runs == 0 else DSP_TILES_OPS)[str(bias.dtype)]
+    if geometry.runs:
+        ops = DSP_TILES_OPS
+    elif str(weight.dtype) == "int8" and tail_pays(geometry.call_channels, geometry.kh * geometry.kw,
+                                                   geometry.pixel_calls):
+        ops = PIXEL_TAIL_OPS
+    else:
+        ops = PIXEL_OPS[str(weight.dtype)]
+    op = ops[str(bias.dtype)]
     return extern_from_zero((1, geometry.out_h, geometry.out_w, geometry.channels), [data, weight, bias, multiplier, shift],
                             lambda ins, outs: (_window_kernel if geometry.window else _kernel)(
                                 geometry, op, input_zero_point, output.zero_point, ins, outs),
@@ -294,6 +335,19 @@ class _Geometry:
     def strips(self) -> int:
         """The bands of one output row (where `strip` does not divide out_w, some overlap the one before them)."""
         return -(-self.out_w // self.strip)
+
+    @property
+    def call_channels(self) -> int:
+        """The channels of one pixel tiles' call: a chunk's in the window form, else all."""
+        return self.window or self.channels
+
+    @property
+    def pixel_calls(self) -> int:
+        """The pixel tiles' calls of one kernel call: each pixel's chunks in the window form, else each strip's
+        pixels (some twice where strips overlap)."""
+        if self.window:
+            return self.out_h * self.out_w * -(-self.channels // self.window)
+        return self.out_h * self.strips * self.strip
 
 
 def window_pays(macs: int) -> bool:

@@ -46,7 +46,9 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   pixels over tiled rows (`tvm_ext.kernels.dense.tile_rows`: a tile's eight weights of an input at constant
   offsets), and `<prefix>_pair_tiles_tiled_s8x8` (`_b16`), every channel tile of a pixel pair over them in one call of
   one out-of-line copy per bundle, called by every FULLY_CONNECTED kernel of several rows (`tiled_pair_tiles`;
-  unit test `tests/c/test_riscv_pair_tiles.c`: `tiled_rows_cases`);
+  unit test `tests/c/test_riscv_pair_tiles.c`: `tiled_rows_cases`); and `<prefix>_mac_s8x8_tiled_rows` and
+  `<prefix>_mac_s8x2x8_tiled_rows`, the MAC of one or two pixels over a window's rows of a CONV_2D's tiled OHWI
+  weights, one out-of-line copy each per bundle (`tiled_mac_replacement`; `tiled_window_cases`);
 - `mac_s8x4_interleaved.h.in`: `<prefix>_dual_mac_s8x4_interleaved`, the MAC over weights interleaved per tile of
   four units (`tvm_ext.kernels.extern_mac.interleave_weights`), every tile of an LSTM gate's or an SVDF's feature
   product in one call (`backends.riscv.schedules.mac.interleaved_mac_calls`), with the contract, name and unit test
@@ -123,10 +125,10 @@ def mac_2px_row_helper_name(prefix: str) -> str:
     return f"{prefix}_mac_s8x2x8_row"
 
 
-def mac_tiled_helper_name(prefix: str, pixels: int = 1) -> str:
+def mac_tiled_helper_name(prefix: str, pixels: int = 1, rows: bool = False) -> str:
     """The C name of the int8 MAC helper over tiled rows (`tvm_ext.kernels.dense.tile_rows`) in the bundle `prefix`,
-    of one output pixel or two (`pixels`)."""
-    return f"{prefix}_mac_s8x2x8_tiled" if pixels == 2 else f"{prefix}_mac_s8x8_tiled"
+    of one output pixel or two (`pixels`); with `rows`, its form over a window's rows apart (a CONV_2D's)."""
+    return f"{prefix}_mac_s8{'x2' if pixels == 2 else ''}x8_tiled{'_rows' if rows else ''}"
 
 
 def depthwise_mac_helper_name(prefix: str, sized: bool = False) -> str:

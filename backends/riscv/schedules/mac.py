@@ -163,10 +163,39 @@ register_helper_call(MAC_TILED_2PX_OP, RISCV_HELPERS, functools.partial(mac_tile
                      MAC_TILED_2PX_ACCESS)
 
 
-def _window_words(rows: Arg, row_len: Arg) -> tuple[Axis, ...]:
+def _window_words(rows: Arg, row_len: Arg, per_input: int = PAIR_WORDS) -> tuple[Axis, ...]:
     """The words w[4 (r * row_len + k) + q] for r < rows, k < row_len, q < 4 (one run of 4 * rows * row_len words)
-    as axes of constant or argument strides: the run of rows * row_len offsets four times over, then the four."""
-    return (Axis(rows, row_len), Axis(row_len, 1)) * PAIR_WORDS + (Axis(PAIR_WORDS, 1),)
+    as axes of constant or argument strides: the run of rows * row_len offsets four times over, then the four; with
+    ``per_input`` n, n words an input (tiled rows' bytes: 8)."""
+    return (Axis(rows, row_len), Axis(row_len, 1)) * per_input + (Axis(per_input, 1),)
+
+
+MAC_TILED_ROWS_OP = "tvm_ext.riscv_mac_s8x8_tiled_rows"
+MAC_TILED_ROWS_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(Arg(4), Arg(3)), Axis(Arg(5), 1))),
+    PointerAccess(2, _window_words(Arg(4), Arg(5), MAC_CHANNELS)),
+))
+"""The tiled MAC's call over window rows (acc, x, w, x_row_stride, rows, row_len): acc[c] for c < 8,
+x[r * x_row_stride + k] and w[8 (r * row_len + k) + c] for r < rows, k < row_len, c < 8 (a CONV_2D's tiled OHWI
+weights, `tiled_mac_replacement`); one out-of-line copy per bundle."""
+register_helper_call(MAC_TILED_ROWS_OP, RISCV_HELPERS, functools.partial(mac_tiled_helper_name, rows=True),
+                     MAC_TILED_ROWS_ACCESS)
+RISCV_TAIL_CHOICES[MAC_TILED_ROWS_OP] = TailChoice(CHOOSE_OP, frozenset({_X}), frozenset({3, 4, 5}))
+"""Its input address and window sizes (x_row_stride, rows, row_len) chosen as the window MAC's: a padded
+convolution's interior pixel and border pixel (its copied window) in one loop."""
+MAC_TILED_2PX_ROWS_OP = "tvm_ext.riscv_mac_s8x2x8_tiled_rows"
+MAC_TILED_2PX_ROWS_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(2, (Axis(MAC_PIXELS, Arg(7)), Axis(Arg(5), Arg(4)), Axis(Arg(6), 1))),
+    PointerAccess(3, _window_words(Arg(5), Arg(6), MAC_CHANNELS)),
+))
+"""The same of two pixels (acc_a, acc_b, x, w, x_row_stride, rows, row_len, x_pixel_stride): acc_a[c], acc_b[c] for
+c < 8, x[p * x_pixel_stride + r * x_row_stride + k] for p < 2, w as the one-pixel call's."""
+register_helper_call(MAC_TILED_2PX_ROWS_OP, RISCV_HELPERS,
+                     functools.partial(mac_tiled_helper_name, pixels=MAC_PIXELS, rows=True),
+                     MAC_TILED_2PX_ROWS_ACCESS)
 
 
 MAC_PAIRS_ROWS_OP = "tvm_ext.riscv_mac_s8x8_pairs_rows"
@@ -705,7 +734,10 @@ def tiled_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional
     """The tiled MAC's call block (`<prefix>_mac_s8x8_tiled`, or `<prefix>_mac_s8x2x8_tiled` for two pixels) for
     ``loops`` around ``realize`` as `paired_mac_replacement`'s, over `tvm_ext.kernels.dense.tile_rows`' int8 weights:
     each channel tile's bytes [8k + c] from one origin over the window's one run of inputs (a FULLY_CONNECTED's
-    row); None for any other update or access."""
+    row); over a CONV_2D's tiled OHWI weights ([O / 8, KH, KW, I, 8]: `tvm_ext.kernels.conv.conv2d_int8`), every
+    window (rows apart, or one run: a border pixel's copied window) as a call of the forms over window rows
+    (`<prefix>_mac_s8x8_tiled_rows`, `<prefix>_mac_s8x2x8_tiled_rows`: one out-of-line copy each); None for any other
+    update or access."""
     update = int8_data_update(realize, loops, MAC_CHANNELS)
     if update is None:
         return None
@@ -713,17 +745,27 @@ def tiled_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional
     weight = _load_of(factor, ("int8",))
     if weight is None:
         return None
+    if len(accessed_buffer(weight).shape) == CONV_TILED_RANK:
+        ops = (MAC_TILED_ROWS_OP, MAC_TILED_ROWS_OP, MAC_TILED_2PX_ROWS_OP, MAC_TILED_2PX_ROWS_OP)
+        return _tile_mac_replacement(realize, loops, MacReduction(store, data, weight), MAC_CHANNELS, None, ops,
+                                     window_rows=True)
     return _tile_mac_replacement(realize, loops, MacReduction(store, data, weight), MAC_CHANNELS, None,
                                  (MAC_TILED_OP, None, MAC_TILED_2PX_OP, None))
 
 
+CONV_TILED_RANK = 5
+"""The rank of a CONV_2D's tiled weights ([O / 8, KH, KW, I, 8]; a FULLY_CONNECTED's are [O / 8, K, 8])."""
+
+
 def _tile_mac_replacement(realize: s_tir.SBlockRealize, loops: list, reduction: MacReduction, step: int,
-                          channel: Optional[tirx.PrimExpr], ops: tuple) -> Optional[s_tir.SBlockRealize]:
+                          channel: Optional[tirx.PrimExpr], ops: tuple,
+                          window_rows: bool = False) -> Optional[s_tir.SBlockRealize]:
     """The call block of a MAC over weights laid out per tile of MAC_CHANNELS channels, input after input (``step``
     weight elements per input, channel c's at c * step // MAC_CHANNELS: paired words, 4, or tiled bytes, 8) for
     ``loops`` around ``realize`` of the update ``reduction``; ``channel`` (paired words: the output channel, even at
     the tile's first) or None; ``ops`` the helpers' (one pixel, one pixel over rows, two pixels, two pixels over
-    rows; None: that form not taken); None where the access is not exactly that."""
+    rows; None: that form not taken); with ``window_rows``, a window of one run passed as one row of the forms over
+    rows; None where the access is not exactly that."""
     store = reduction.store
     bindings = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in loops]
@@ -783,7 +825,9 @@ def _tile_mac_replacement(realize: s_tir.SBlockRealize, loops: list, reduction: 
     op = (two_rows if rows > 1 else two) if pixels else (one_rows if rows > 1 else one)
     if op is None:
         return None
-    window = [x_row_stride, rows, row_len] if rows > 1 else [row_len]
+    if window_rows and rows == 1:
+        x_row_stride = row_len
+    window = [x_row_stride, rows, row_len] if rows > 1 or window_rows else [row_len]
     if not pixels:
         return helper_call_block(op, reduction, bindings, inner, window, channel_tile(reduction, MAC_CHANNELS))
     corner = list(origin)

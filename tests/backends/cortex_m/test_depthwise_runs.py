@@ -6,9 +6,11 @@ widened to int16 by the int8 lowering where the pixel tiles take the layer (they
 One model of one layer per case, each with its own input and output. Runs: 2, 3, 5 and 6 channels (their phases
 every one or every other channel), square and even windows, SAME and VALID padding, a row stride of 2, dilation 2,
 output rows whose elements are whole tiles of four or not (the last tile overlapping the one before it), an output
-row of exactly one tile. Pixel tiles: 7, 21 and 30 channels (the last tile overlapping), whole rows in the band, and
-42 channels whose band holds a strip of a row (three strips, the last overlapping the one before it; at dilation 2
-too). Window form (pixel tiles on a copy of each pixel's window, or of the border pixels' only): stepping two columns
+row of exactly one tile. Pixel tiles: 7, 21 and 30 channels (the last tile overlapping), 17 over 12x12 (its last channel
+alone: the tail form, which pays over its 144 pixels; 21 over 45 pixels keeps the overlapping tile), whole rows in the
+band, and
+42 channels whose band holds a strip of a row (three strips of 5 of the 6 pixels that fit, spread over the row's 13,
+the last overlapping the one before it; at dilation 2 three of 4). Window form (pixel tiles on a copy of each pixel's window, or of the border pixels' only): stepping two columns
 (6, 13, 45 and 11 channels; SAME and VALID, every pixel interior; a 5x5 window; dilation 2; a row stride of 1),
 windows copied in two chunks (179 and 130 channels; 45 at 5x5). A layer stepping two columns of too few channels and
 one whose dilated window lies mostly outside its image keep the generic kernel (of 3, and of 6 over too few MACs; of 5
@@ -65,7 +67,8 @@ PIXELS = (
     Case(7, (2, 3), (5, 5), VALID),  # an even window, rows of 3 pixels
     Case(21, (3, 3), (5, 9)),  # odd: tiles from 0, 4, .., 16 and 17
     Case(30, (3, 3), (6, 5)),  # ds_cnn_w30_49x10_int8's 3x3 layer's channels, two mod four
-    Case(42, (3, 3), (4, 13)),  # strips of 6 pixels from 0, 3 and 7
+    Case(17, (3, 3), (12, 12)),  # one mod four, 144 pixels: the last channel alone (tail_pays)
+    Case(42, (3, 3), (4, 13)),  # strips of 5 pixels from 0, 4 and 8 (of 6 from 0, 3 and 7 they recomputed 5)
     Case(42, (3, 3), (8, 11), dilation=2),  # strips of 4 pixels from 0, 3 and 7
 )
 WINDOWS = (
@@ -115,8 +118,11 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     # only where some pixel's window leaves the image: all but the VALID one of WINDOWS); the generic ones none
     assert kernels.count("int8_t phase_w_ptr[") == len(RUNS), kernels
     assert len(re.findall(r"\n\s*int8_t band_ptr\[", kernels)) == len(RUNS) + len(PIXELS) + len(WINDOWS) - 1, kernels
-    pixel_kernels = [body for body in kernels.split("\nvoid ") if "_depthwise_pixel_s8x4" in body]
+    pixel_kernels = [body for body in kernels.split("\nvoid ") if re.search(r"_depthwise_pixel(_tail)?_s8x4", body)]
     assert len(pixel_kernels) == len(PIXELS) + len(WINDOWS), kernels
+    # the tail form where it pays (17 channels over 144 pixels), the overlapping last tile elsewhere
+    tails = [body for body in pixel_kernels if "_depthwise_pixel_tail_s8x4" in body]
+    assert len(tails) == 1 and "_12x12x17(" in tails[0].split("\n")[0], kernels
     assert not any("phase_w" in body for body in pixel_kernels), kernels
     # the windows' interior pixels read the image where it lies where every pixel is interior (VALID) or the copies
     # saved pay for the second call's code (the 5x5 one)
@@ -132,8 +138,9 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     assert kernels.count("const int16_t* weights") == len(widened), kernels
     assert kernels.count("const int8_t* weights") == len(RUNS) + len(PIXELS) + len(WINDOWS) + len(GENERIC) \
         - len(widened), kernels
-    # the strips: each band 8 pixels of 42 channels over 3 rows (6 outputs, or 4 at dilation 2)
-    assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 2, kernels
+    # the strips: each band 7 pixels of 42 channels over 3 rows (5 outputs), or 8 at dilation 2 (4 outputs)
+    assert sum("int8_t band_ptr[882]" in body for body in pixel_kernels) == 1, kernels
+    assert sum("int8_t band_ptr[1008]" in body for body in pixel_kernels) == 1, kernels
     # the stack a --no-build compile counts bounds the one measured: the profile's bound for the frames + the
     # largest arrays a kernel declares (a strip's band); the bound alone (1,024 B) was below the 1,160 B measured
     headroom = json.loads((bundle.out_dir / "manifest.json").read_text())["headroom"]
@@ -143,10 +150,11 @@ def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     assert 1_024 < headroom["stack_bytes"] <= headroom["stack_bound"]["bytes"], headroom
 
 
-def test_pixel_tiles_band_is_the_widest_strip_within_its_stack_bound():
+def test_pixel_tiles_band_is_the_fewest_strips_within_its_stack_bound():
     """The pixel tiles' band (a strip of `strip_pixels` output pixels' window columns over the window's rows) stays
-    within BAND_BYTES of stack and is the widest strip that does (whole rows where they fit), or none where not one
-    pixel's window fits (the generic kernel then)."""
+    within BAND_BYTES of stack, a row takes the fewest strips whose bands do (whole rows where they fit), each of the
+    fewest pixels those strips take (spread evenly: fewer pixels computed twice), or none where not one pixel's
+    window fits (the generic kernel then)."""
     from backends.cortex_m.schedules.depthwise_runs import BAND_BYTES, strip_pixels
 
     def band(strip: int, channels: int, kh: int, kw: int, dilation: int) -> int:
@@ -157,8 +165,24 @@ def test_pixel_tiles_band_is_the_widest_strip_within_its_stack_bound():
             for out_w in (1, 5, 13, 64):
                 strip = strip_pixels(channels, kh, kw, dilation, out_w)
                 assert 0 <= strip <= out_w
-                assert strip == 0 or band(strip, channels, kh, kw, dilation) <= BAND_BYTES
-                assert strip == out_w or band(strip + 1, channels, kh, kw, dilation) > BAND_BYTES
+                if strip == 0:
+                    assert band(1, channels, kh, kw, dilation) > BAND_BYTES
+                    continue
+                assert band(strip, channels, kh, kw, dilation) <= BAND_BYTES
+                strips = -(-out_w // strip)
+                # one strip fewer would not fit; one pixel fewer a strip would take a strip more
+                assert strips == 1 or band(-(-out_w // (strips - 1)), channels, kh, kw, dilation) > BAND_BYTES
+                assert strip == 1 or -(-out_w // (strip - 1)) > strips
+
+
+def test_the_tail_form_takes_a_last_lone_channel_where_its_pixels_pay_its_code():
+    """The pixel tiles' tail form (the last channel alone) only for a channel count one more than a multiple of four
+    from 5, and only where the kernel's pixel calls save more than its code costs at the code price."""
+    from backends.cortex_m.schedules.depthwise_runs import tail_pays
+
+    assert tail_pays(17, 9, 144) and tail_pays(33, 9, 161)  # the test's case, ds_cnn_w33_45x13_int8's layer
+    assert not tail_pays(21, 9, 45)  # too few pixels for its code
+    assert not any(tail_pays(channels, 9, 10_000) for channels in (1, 4, 6, 7, 8, 19, 30))
 
 
 def test_a_profile_s_kernel_stack_bytes_bound_every_form_s_band_and_phases():

@@ -19,17 +19,19 @@ from emulator.tools import RISCV_TOOLS  # noqa: E402
 from required_tools import require_tools  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
-SAME = 0  # tflite.Padding
+SAME, VALID = 0, 1  # tflite.Padding
 
 
-def _conv_chain(folder, name: str, image: tuple[int, int, int], layers: tuple[tuple[int, int], ...], seed: int):
-    """CONV_2D SAME stride 1 layers (output channels, kernel side) on an `image` (rows, columns, channels),
-    per-channel int8 weights: the model file `folder/name.tflite`."""
+def _conv_chain(folder, name: str, image: tuple[int, int, int], layers: tuple[tuple[int, ...], ...], seed: int):
+    """CONV_2D stride 1 layers (output channels, kernel side[, padding: SAME where not given]) on an `image` (rows,
+    columns, channels), per-channel int8 weights: the model file `folder/name.tflite`."""
     rng = np.random.default_rng(seed)
     rows, cols, cin = image
     tensors = [Tensor("input", (1, rows, cols, cin), "int8", Quantization((0.05,), (-3,)))]
     operators = []
-    for index, (cout, side) in enumerate(layers):
+    for index, (cout, side, *padding) in enumerate(layers):
+        padding = padding[0] if padding else SAME
+        rows, cols = (rows, cols) if padding == SAME else (rows - side + 1, cols - side + 1)
         scales = tuple(0.004 + 0.001 * (o % 5) for o in range(cout))
         first = len(tensors)
         tensors += [
@@ -39,7 +41,7 @@ def _conv_chain(folder, name: str, image: tuple[int, int, int], layers: tuple[tu
                                                                        0),
                    rng.integers(-3000, 3000, cout).astype(np.int32)),
             Tensor(f"conv{index}/output", (1, rows, cols, cout), "int8", Quantization((0.3,), (5,)))]
-        options = Options("Conv2DOptions", {"Padding": SAME, "StrideW": 1, "StrideH": 1, "DilationWFactor": 1,
+        options = Options("Conv2DOptions", {"Padding": padding, "StrideW": 1, "StrideH": 1, "DilationWFactor": 1,
                                             "DilationHFactor": 1})
         operators.append(Operator("CONV_2D", (first - 1 if index else 0, first, first + 1), (first + 2,), options, 3))
         cin = cout
@@ -88,3 +90,28 @@ def test_riscv_twelve_and_twenty_channel_convolutions_accumulate_four_channels_a
         # every pixel's four-channel tiles one call of the fused tiles (on the four-channel window MAC), no scalar
         # accumulation left
         assert f"{bundle.plan.model}_conv_tiles_s8x4" in body and " * ((int32_t)" not in body, (name, body[:2000])
+
+
+def tiled_window_model(folder):
+    """CONV_2D 3x3 SAME then VALID (17 -> 30 -> 45 channels: padded to four and six tiles of eight) on a 6x6 image:
+    two kernels whose window MACs pay the one out-of-line tiled copy (`tiled_conv_price.tiled_convs_pay`), the
+    second's pixels paired (unpadded)."""
+    return _conv_chain(folder, "conv30_45", (6, 6, 17), ((30, 3), (45, 3, VALID)), seed=30)
+
+
+def test_riscv_convolutions_padded_to_tiles_of_eight_share_the_tiled_window_mac(compiled) -> None:
+    # Each such kernel inlined the int8 window MAC with its channel stride in immediates (~1,000 B a kernel:
+    # yolo_tiny_80x48_w11's 3x3 kernels of 30, 45 and 70 channels on rv32imc); over tiled OHWI weights every kernel,
+    # its interior and its border pixels (or its pixel pairs), calls the bundle's one out-of-line copy.
+    require_tools(RISCV_TOOLS)
+    bundle = compiled(tiled_window_model, "rv32imc")
+    assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
+    kernels_c = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    model = bundle.plan.model
+    bodies = {match.group(1): match.group(2) for match in
+              re.finditer(r"^void (\w+)\(.*?\) \{\n(.*?)^\}", kernels_c, flags=re.MULTILINE | re.DOTALL)}
+    convolutions = [body for name, body in bodies.items() if "_conv_2d_" in name]
+    assert len(convolutions) == 2, sorted(bodies)
+    same, valid = sorted(convolutions, key=lambda body: "_mac_s8x2x8_tiled_rows(" in body)
+    assert same.count(f"{model}_mac_s8x8_tiled_rows(") == 1 and f"{model}_mac_s8x8(" not in same, same[:3000]
+    assert f"{model}_mac_s8x2x8_tiled_rows(" in valid and f"{model}_mac_s8x2x8(" not in valid, valid[:3000]

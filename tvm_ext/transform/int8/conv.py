@@ -11,7 +11,7 @@ import tvm
 from tvm import relax
 
 from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8, fully_connected_int8
-from ...kernels.dense import PAIRED_TILE, stacks_rows
+from ...kernels.dense import PAIRED_TILE, TILED_TILE, stacks_rows
 from ...kernels.quant_params import conv_multipliers
 from .binary import first_fitting
 from .data_movement import recorded_operator
@@ -68,6 +68,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
+    tiled = padded is not None and kernel is conv2d_int8 and _tiles(ctx, conv, padded, weight, data.tensor)
     depthwise = kernel is depthwise_conv2d_int8
     if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None \
             and str(data.tensor.ty.dtype) == "int8" and ctx.graph.constant(data.tensor) is None:
@@ -79,7 +80,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     mac = MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                     shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
                     weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
-                    paired_weights=paired, weight_length=length, padded_units=padded, macs=macs)
+                    paired_weights=paired, weight_length=length, padded_units=padded, macs=macs, tiled_rows=tiled)
     if depthwise:
         return replace(mac, widened_weights=True) if _widens(ctx, mac, data.tensor, conv) else mac
     return widened_16x8(mac, ctx) if kernel is conv2d_int8 else mac
@@ -208,6 +209,66 @@ def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
     OHWI weights as [O, KH * KW * I]: each channel's window one run of words, as a FULLY_CONNECTED row's): int8
     data and weights, whole tiles of PAIRED_TILE output channels."""
     return str(data.ty.dtype) == "int8" and weight.dtype == np.int8 and weight.shape[-1] % PAIRED_TILE == 0
+
+
+def _tiles(ctx: LoweringContext, conv: relax.Call, padded: int, weight: np.ndarray, data: relax.Expr) -> bool:
+    """Whether a CONV_2D (``conv``, HWIO ``weight``) whose output channels are padded to ``padded`` (not paired:
+    channels PAIRED_TILE does not divide) takes `tvm_ext.kernels.dense.tile_rows`' layout of its OHWI weights as
+    [O, KH * KW * I] (the backend's ``LoweringContext.tiled_rows``; int8 data and weights, the padded channels whole
+    tiles of TILED_TILE), where the backend says its kernel pays it among the model's such kernels
+    (``LoweringContext.tiled_convs_pay``, `tiled_convs`): each tile's window input after input, which one
+    out-of-line tile MAC reads at constant offsets whatever the layer (`backends.riscv.schedules.mac.
+    tiled_mac_replacement`), where an int8 window MAC inlined in each kernel folds the channel stride into its
+    immediates (rv32imc yolo_tiny_80x48_w11's 3x3 convolutions of 30, 45 and 70 channels, ~1,000 B each). The same
+    bytes as the OHWI weights."""
+    if not (ctx.tiled_rows and str(data.ty.dtype) == "int8" and weight.dtype == np.int8 and padded % TILED_TILE == 0):
+        return False
+    if ctx.tiled_convs_pay is None:
+        return True
+    keys, convs = tiled_convs(ctx.graph, ctx.dense_unit_tile)
+    key = _conv_key(conv)
+    return key in keys and keys.index(key) in ctx.tiled_convs_pay(convs)
+
+
+_TILED: "weakref.WeakKeyDictionary[Graph, dict[int, tuple[tuple, tuple[tuple[int, int], ...]]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def tiled_convs(graph: Graph, tile: int) -> tuple[tuple, tuple[tuple[int, int], ...]]:
+    """The CONV_2D kernels of ``graph`` whose output channels, padded to whole tiles of ``tile`` (the backend's
+    ``LoweringContext.dense_unit_tile``), are whole tiles of TILED_TILE but were not (NHWC, HWIO, one group, more than
+    one output pixel): each kernel's key (`_conv_key`: its layers' shapes and geometry) and its (window inputs, channel
+    tiles' calls per inference: output pixels times tiles of TILED_TILE, over every layer of its key), in order; read
+    once per graph and tile."""
+    found = _TILED.setdefault(graph, {})
+    if tile not in found:
+        conv2d = tvm.ir.Op.get("relax.nn.conv2d")
+        convs: dict[tuple, tuple[int, int]] = {}
+        for binding in graph.bindings:
+            call = binding.value
+            if not (isinstance(call, relax.Call) and call.op.same_as(conv2d)) or tile <= 0:
+                continue
+            attrs, out = call.attrs, [int(d) for d in call.ty.shape]
+            if attrs.data_layout != "NHWC" or attrs.kernel_layout != "HWIO" or int(attrs.groups) != 1:
+                continue
+            channels, pixels = out[3], out[0] * out[1] * out[2]
+            padded = -(-channels // tile) * tile
+            if padded == channels or padded % TILED_TILE or pixels <= 1:
+                continue
+            kh, kw, cin = (int(d) for d in list(call.args[1].ty.shape)[:3])
+            key = _conv_key(call)
+            window, calls = convs.get(key, (kh * kw * cin, 0))
+            convs[key] = (window, calls + pixels * padded // TILED_TILE)
+        found[tile] = (tuple(convs), tuple(convs.values()))
+    return found[tile]
+
+
+def _conv_key(conv: relax.Call) -> tuple:
+    """What makes two conv2d layers one kernel: their input, weight and output shapes and their geometry."""
+    attrs = conv.attrs
+    shapes = (conv.args[0].ty.shape, conv.args[1].ty.shape, conv.ty.shape)
+    return (tuple(tuple(int(d) for d in shape) for shape in shapes),
+            *(tuple(int(v) for v in values) for values in (attrs.strides, attrs.padding, attrs.dilation)))
 
 
 def _weight_as_convolved(weight: Int8Weight, conv: relax.Call) -> Optional[np.ndarray]:

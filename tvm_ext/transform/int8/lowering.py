@@ -89,8 +89,12 @@ class LoweringContext:
     """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
     where the weights allow it."""
     tiled_rows: bool = False
-    """Whether int8 FULLY_CONNECTED kernels of several int8 input rows take their weights in tiles of eight channels
-    input after input (``tvm_ext.kernels.dense.tile_rows``; ``backends.backend.KernelSchedules.tiled_rows``)."""
+    """Whether int8 FULLY_CONNECTED kernels of several int8 input rows, and int8 CONV_2D kernels whose output channels
+    are padded to whole tiles of eight, take their weights in tiles of eight channels input after input
+    (``tvm_ext.kernels.dense.tile_rows``; ``backends.backend.KernelSchedules.tiled_rows``)."""
+    tiled_convs_pay: Optional[Callable[[tuple[tuple[int, int], ...]], frozenset[int]]] = None
+    """Which of the model's CONV_2D kernels ``tiled_rows`` takes, given each one's (window inputs, channel tiles'
+    calls per inference) (``backends.backend.KernelSchedules.tiled_convs_pay``; None: every one)."""
     widened_rows_pay: Optional[Callable[[int, bool], bool]] = None
     """Whether int8 FULLY_CONNECTED kernels of one input row take their weights widened to int16
     (``tvm_ext.kernels.dense.widen_rows``) where the weights allow it and ``flash_budget`` grants each layer's extra

@@ -75,8 +75,8 @@ class MacKernel:
     # FULLY_CONNECTED only: the kernel takes ``weight`` as `widen_rows`' int16 halves where it multiplies raw int8
     # inputs, as ``stacked_rows`` (`LoweringContext.widened_rows`; the flash budget granted their extra bytes).
     widened_rows: bool = False
-    # FULLY_CONNECTED only: the kernel takes ``weight`` as `tile_rows`' bytes, each tile of eight channels input after
-    # input (`LoweringContext.tiled_rows`).
+    # FULLY_CONNECTED and CONV_2D: the kernel takes ``weight`` as `tile_rows`' bytes, each tile of eight channels
+    # input after input (`LoweringContext.tiled_rows`; a CONV_2D's OHWI window as one row).
     tiled_rows: bool = False
     # CONV_2D with ``weight_layout`` OHWI_PADDED only: each output channel's weights, zeros after its window
     # (`LoweringContext.conv_weight_length`).
@@ -157,8 +157,9 @@ class MacKernel:
         elif self.stacked_rows and (folded is not None or self.input_zero_point == 0):
             weight_constant = relax.const(stack_rows(weight))
             layout = {"stacked_rows": True}
-        elif self.tiled_rows:
-            weight_constant = relax.const(tile_rows(weight))
+        elif self.tiled_rows:  # [O, ...] as [O, K]: a FULLY_CONNECTED's, or a CONV_2D's OHWI weights
+            tiles = tile_rows(weight.reshape(weight.shape[0], -1))
+            weight_constant = relax.const(tiles.reshape(tiles.shape[0], *weight.shape[1:], tiles.shape[-1]))
             layout = {"tiled_rows": True}
         elif self.widened_weights:
             weight_constant = relax.const(np.ascontiguousarray(weight.astype(np.int16)))
