@@ -41,6 +41,9 @@ class HelperLibrary:
     needs: tuple["HelperLibrary", ...] = ()
     """The libraries whose helpers this one's use: a kernel's call of one of its helpers records them too (a bundle
     defines them before it: the libraries come in their names' order)."""
+    roundings: tuple[str, ...] = ()
+    """The `packager.fixed_point_c` helpers this one's C calls: a bundle whose kernels call one of its helpers defines
+    them (before every library), whether or not a kernel calls them itself."""
 
 
 class EmulatedBuildError(RuntimeError):

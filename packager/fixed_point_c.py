@@ -84,6 +84,7 @@ ROUND_HALF_EVEN_SMALL_OP = "tvm_ext.round_half_even_small"
 REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in REQUANTIZE_HELPERS}
 SATURATE_INT8_OP = "tvm_ext.saturate_int8"
 SATURATE_INT16_OP = "tvm_ext.saturate_int16"
+REQUANTIZE_16X8_OP = "tvm_ext.requantize_16x8"
 COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
 HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, SATURATE_INT16, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,

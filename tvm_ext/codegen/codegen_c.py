@@ -324,5 +324,6 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     unused = {gvar.name_hint: _unused_parameters(func) for gvar, func in lowered.functions.items()}
     definitions = kernel_definitions(kernel_bodies(raw, set(signatures)), signatures, unused)
-    return KernelSource(definitions, signatures, tuple(sorted(roundings)), helpers.used(),
+    library_roundings = {rounding for library in helpers.used() for rounding in library.roundings}
+    return KernelSource(definitions, signatures, tuple(sorted(roundings | library_roundings)), helpers.used(),
                         tuple(sorted(signal_helpers)))

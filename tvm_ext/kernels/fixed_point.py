@@ -32,6 +32,7 @@ import tvm
 from tvm import tirx
 
 from packager.fixed_point_c import (COUNT_LEADING_ZEROS, COUNT_LEADING_ZEROS_OP, DOUBLING_HIGH_MUL, REQUANTIZE_16X8,
+                                    REQUANTIZE_16X8_OP,
                                     REQUANTIZE_HELPERS, REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SATURATE_INT8,
                                     SATURATE_INT8_OP, SATURATE_INT16, SATURATE_INT16_OP, SMALL_ACCUMULATOR_LIMIT,
                                     SMALL_RIGHT_SHIFT, requantize_helper_name)
@@ -327,7 +328,6 @@ def high_mul_16x8_multipliers(reduced: np.ndarray, total_shift: np.ndarray) -> O
     return high if np.all(high <= INT32_MAX) else None
 
 
-REQUANTIZE_16X8_OP = "tvm_ext.requantize_16x8"
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 register_helper_op(REQUANTIZE_16X8_OP, REQUANTIZE_16X8, lambda call: tirx.max(tirx.min(
     _i32((_i64(call.args[0]) * _i64(call.args[1]) + (1 << 31)) >> 32), INT16_MAX), INT16_MIN))

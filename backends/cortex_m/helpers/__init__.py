@@ -12,6 +12,9 @@ these modules name the helpers and list the templates a bundle defines:
   the fused depthwise channel tiles (`depthwise_mac_c`'s `depthwise_tiles.h.in`), the fused convolution
   channel tiles (`dual_mac_c`'s `conv_tiles_s8x4.h.in`) and the fused channel tiles of an unpadded
   convolution's pixel pair (`pair_tiles_c`);
+- `tiles_16x8_c`: the fused channel tiles of a 16x8 CONV_2D or FULLY_CONNECTED, one out-of-line copy per bundle
+  (`tiles_16x8.h.in`, Helium cores and RV32), a library of its own (`TILES_16X8_HELPERS`) that only its kernels' calls
+  record, with the 16x8 requantization it calls;
 - `window1_conv_c`: an int8 convolution whose window reads one input channel, every pixel and channel in one call
   (`window1_conv.h.in`, DSP cores), a library of its own (`WINDOW1_HELPERS`) that only its kernels' calls record;
 - `pointwise_few_c`: an int8 1x1 convolution of one to four input channels, every pixel and channel in one call
@@ -57,6 +60,8 @@ from backends.cortex_m.helpers.pointwise_few_c import pointwise_few_helper_c
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_c
+from backends.cortex_m.helpers.tiles_16x8_c import tiles_16x8_c
+from packager.fixed_point_c import REQUANTIZE_16X8
 from target.profile import Profile
 
 
@@ -102,6 +107,12 @@ def dual_mac_w16_helpers_c(prefix: str) -> str:
 DUAL_MAC_W16_HELPERS = HelperLibrary("cortex_m_dual_mac_w16", dual_mac_w16_helpers_c, (CORTEX_M_HELPERS,))
 """The 16x8 dual MAC over widened weights of DSP cores (`dual_mac_c.DUAL_MAC_W16_TEMPLATE`): a library of its own,
 which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operations it uses."""
+
+
+TILES_16X8_HELPERS = HelperLibrary("cortex_m_tiles_16x8", tiles_16x8_c, (CORTEX_M_HELPERS,), (REQUANTIZE_16X8,))
+"""The fused 16x8 channel tiles (`tiles_16x8_c`): a library of its own, which only the bundles whose kernels call it
+define, after CORTEX_M_HELPERS (in a Helium bundle HELIUM_HELPERS), whose dual MAC or Helium lanes it uses, and the
+16x8 requantization (`packager.fixed_point_c`)."""
 
 
 def pair_part_helpers_c(prefix: str) -> str:

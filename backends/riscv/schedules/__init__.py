@@ -45,6 +45,7 @@ from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
+from backends.cortex_m.schedules.tiles_16x8 import outlined_16x8_macs, tiles_16x8_calls
 from backends.cortex_m.schedules.pixel_pairs import (TWO_PIXEL_MIN_REDUCTION, pair_odd_pixel_row, pair_tests,
                                                      paired_pixel_body, pays_two_pixels)
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
@@ -228,8 +229,11 @@ class RiscvMacSchedules:
         as one call of the fused depthwise tiles (RISCV_DEPTHWISE_TILES: the interior's and the border's forms;
         rv32imc, the depthwise kernels' instructions: vww_96_int8 7,476,034 -> 7,050,519, kws_ref_model 2,548,939 ->
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
-        vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
-        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE, partial_tables=True,
+        vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone). First, a
+        16x8 layer's loop over a pixel's channel tiles as one call of the fused 16x8 tiles' out-of-line copy, and its
+        other int16 dual MAC calls as calls of that MAC's out-of-line copy (`tiles_16x8`)."""
+        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(outlined_16x8_macs(tiles_16x8_calls(func)), helper=RISCV_EPILOGUE,
+                                                                        partial_tables=True,
                                                                         partial_stores=True),
                                               helper=RISCV_DOUBLE_EPILOGUE)
         pairs = pair_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_PAIR_TILES_ODD)
@@ -251,12 +255,31 @@ class RiscvMacSchedules:
         then stay in registers across the window and the window MAC takes the reduction. Then four, for channel
         counts eight does not divide (12, 20, 36: DenseNet's growth, narrow ResNets, detector heads), where the
         kernel's MACs pay its larger code (`FOUR_TILE_MIN_MACS`): four sums in registers in TVM's own loops (no
-        helper takes four) rather than one."""
+        helper takes four) rather than one. A 16x8 layer's reduction (int16
+        inputs) takes four: the tiles of the int16 dual MAC and the fused 16x8 tiles (`int16_window_replacement`,
+        `tiles_16x8`), whose one out-of-line copy every 16x8 kernel calls, where eight sums kept TVM's loops inlined
+        in every region of a padded convolution's window (rv32imc resnet8_w15_40x24_16x8: 16,588 B of code against
+        cortex-m4f's 13,656)."""
+        if _reduces_16x8(sch.get(block)):
+            return (FOUR_CHANNELS,)
         whole = depthwise_whole_tile(sch, block)
         if whole is not None:  # a depthwise layer whose channels eight does not divide: one tile of them all
             return (whole,)
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
         return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
+
+
+def _reduces_16x8(block: s_tir.SBlock) -> bool:
+    """Whether ``block`` is a 16x8 CONV_2D's or FULLY_CONNECTED's reduction: into int32 sums, it reads int16 inputs
+    (a padded window's through its guard too) and int8 weights of several output channels (a depthwise layer's [1,
+    KH, KW, C] weights have one)."""
+    store = block.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
+        return False
+    reads = [region.source for region in block.reads]
+    return any(str(buffer.dtype) == "int16" for buffer in reads) and any(
+        str(buffer.dtype) == "int8" and len(buffer.shape) in (2, 4) and isinstance(buffer.shape[0], tirx.IntImm)
+        and int(buffer.shape[0]) > 1 for buffer in reads)
 
 
 def _reads_tiled_rows(block: s_tir.SBlock) -> bool:

@@ -52,6 +52,7 @@ from backends.cortex_m.helpers.helium_c import choose_helper_name, fc_rows_helpe
 from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_tile_call
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_S16_OP
 from backends.cortex_m.schedules.dual_mac import _whole as whole_region
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accessed_buffer,
                                                  accumulation, channel_tile, helper_call_block, int8_data_update,
@@ -703,7 +704,7 @@ def mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     the depthwise MAC's, else the depthwise padding's; None where none computes exactly that. `outlined_depthwise`
     (a padded border's clipped window) changes nothing: the depthwise helper is out of line for every window."""
     return (paired_mac_replacement(realize, loops) or tiled_mac_replacement(realize, loops)
-            or window_mac_replacement(realize, loops)
+            or window_mac_replacement(realize, loops) or int16_window_replacement(realize, loops)
             or depthwise_mac_replacement(realize, loops)
             or padding_replacement(realize, loops, DEPTHWISE_PAD_OP, MAC_CHANNELS)
             or whole_tile_replacement(realize, loops))
@@ -881,6 +882,21 @@ def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
     two_pixels = MAC_2PX_ROW_OP if window.geometry.rows == 1 else MAC_2PX_OP
     return window_call_block(MAC_OP, two_pixels, window.reduction, window.bindings, window.inner, window.geometry,
                              MAC_CHANNELS)
+
+
+def int16_window_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The int16 dual MAC's call block (`<prefix>_dual_mac_s16x4`: its portable C on RV32) for `loops` around
+    `realize`: a 16x8 CONV_2D's or FULLY_CONNECTED's tile of FOUR_CHANNELS (int16 inputs, int8 weights), one pixel; None
+    for any other. Its tile loops then become calls of the fused 16x8 tiles' out-of-line copy
+    (`backends.cortex_m.schedules.tiles_16x8`), where each kernel had unrolled TVM's loops over the tile's four
+    accumulators in every region of its window."""
+    if not loops or int(loops[-1].extent) != FOUR_CHANNELS:
+        return None
+    window = mac_window(realize, loops, ("int16",), FOUR_CHANNELS)
+    if window is None or window.geometry.x_pixel_stride is not None:
+        return None
+    return window_call_block(DUAL_MAC_S16_OP, None, window.reduction, window.bindings, window.inner, window.geometry,
+                             FOUR_CHANNELS)
 
 
 def extern_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:

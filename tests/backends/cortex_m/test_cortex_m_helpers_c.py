@@ -51,13 +51,14 @@ from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT1_TEMPLATE, ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
+from backends.cortex_m.helpers.tiles_16x8_c import TILES_16X8_TEMPLATE
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
 from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_TEMPLATE
 from backends.cortex_m.schedules.dsp_add import ADD_VALUES_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
 from packager.c_text import macro_prefix
-from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
+from packager.fixed_point_c import REQUANTIZE_16X8, SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
 from packager.template_files import helper_template_c
 
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
@@ -146,6 +147,14 @@ def requantize_template_c(template: str, prefix: str, helper_c: Callable[[str, s
     return helper_c(template, prefix)
 
 
+def tiles_16x8_template_c(template: str, prefix: str, helper_c: Callable[[str, str], str]) -> str:
+    """A template of the fused 16x8 tiles' unit test: the bundle's 16x8 requantization (packager.fixed_point_c), else
+    the helper's template as `helper_c` gives it."""
+    return requantize_helpers_c(prefix, (template,)) if template == REQUANTIZE_16X8 else helper_c(template, prefix)
+
+
+TILES_16X8_TEMPLATES = (REQUANTIZE_16X8, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, TILES_16X8_TEMPLATE)
+"""The fused 16x8 tiles after the 16x8 requantization and the dual MAC (a Helium bundle's after its lanes)."""
 DUAL_MAC = HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE))
 DEPTHWISE_MAC = HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE),
                                template_c=dsp_template_c)  # as a DSP bundle fills its options
@@ -287,6 +296,13 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("conv_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
                                        REQUANTIZE_SMALL_TEMPLATE, CONV_TILES_TEMPLATE, CONV_TILES_PART_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
+    # the fused 16x8 tiles (the int16 dual MAC's sums, the 16x8 requantization and clamp) against the plain sums and
+    # the 64-bit arithmetic: the portable C on the host, SMLAD on cortex-m4f, the Helium loop on cortex-m55
+    HelperUnitTest("tiles_16x8", TILES_16X8_TEMPLATES,
+                   template_c=functools.partial(tiles_16x8_template_c, helper_c=dsp_template_c)),
+    HelperUnitTest("tiles_16x8", (HELIUM_LANES_TEMPLATE, *TILES_16X8_TEMPLATES), profile="cortex-m55",
+                   template_c=functools.partial(tiles_16x8_template_c, helper_c=helium_template_c),
+                   core_macro=HELIUM_MACRO),
     # the DSP fused fully connected tiles (stacked MAC sums from the biases and epilogue) against the plain sums and
     # the scalar helpers
     HelperUnitTest("fc_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE,

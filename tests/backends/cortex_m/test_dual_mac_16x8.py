@@ -32,17 +32,18 @@ INPUT, WEIGHT_SCALE = Quantization((0.0004,), (0,)), 0.001
 
 def _operator(tensors: list[Tensor], name: str, builtin: str, in_shape: tuple[int, ...], weights: np.ndarray,
               out_shape: tuple[int, ...], options: Options, bias_seed: int,
-              channel_axis: int = 0) -> tuple[int, Operator, int]:
-    """(graph input, the 16x8 ``builtin`` on it with ``weights`` (output channels along ``channel_axis``) and a
-    random int64 bias, graph output)."""
+              channel_axis: int = 0, scale_step: float = 0.0) -> tuple[int, Operator, int]:
+    """(graph input, the 16x8 ``builtin`` on it with ``weights`` (output channels along ``channel_axis``, channel c's
+    scale WEIGHT_SCALE * (1 + c * scale_step): with a step, a multiplier per channel) and a random int64 bias, graph
+    output)."""
     channels = weights.shape[channel_axis]
+    scales = tuple(WEIGHT_SCALE * (1 + c * scale_step) for c in range(channels))
     first = len(tensors)
     tensors += [
         Tensor(f"{name}_in", in_shape, "int16", INPUT),
-        Tensor(f"{name}_w", weights.shape, "int8",
-               Quantization((WEIGHT_SCALE,) * channels, (0,) * channels, channel_axis), weights),
+        Tensor(f"{name}_w", weights.shape, "int8", Quantization(scales, (0,) * channels, channel_axis), weights),
         Tensor(f"{name}_b", (channels,), "int64",
-               Quantization((INPUT.scales[0] * WEIGHT_SCALE,) * channels, (0,) * channels, 0),
+               Quantization(tuple(INPUT.scales[0] * scale for scale in scales), (0,) * channels, 0),
                np.random.default_rng(bias_seed).integers(-100_000, 100_001, channels).astype(np.int64)),
         Tensor(f"{name}_out", out_shape, "int16", Quantization((0.05,), (0,)))]
     return first, Operator(builtin, (first, first + 1, first + 2), (first + 3,), options, 3), first + 3
@@ -52,11 +53,12 @@ def _conv_options(padding: int, stride: int = 1) -> Options:
     return Options("Conv2DOptions", {"Padding": padding, "StrideH": stride, "StrideW": stride})
 
 
-def dual_mac_model() -> Model:
+def dual_mac_model(scale_step: float = 0.0) -> Model:
     """Small sums (random weights): a VALID 3x3 CONV_2D on 7 channels (rows at odd element offsets, 63 MACs
     per output: an int8 one would take two pixels per call), a 1x1 one on 6 channels (a tail of two) into 7
     channels (padded to 8: the last tile's fourth sum is never stored), a SAME 3x3 one (the interior between
-    border tests) and a FULLY_CONNECTED of 13 inputs into 10 units (padded to 12)."""
+    border tests) and a FULLY_CONNECTED of 13 inputs into 10 units (padded to 12); weight scales per channel
+    `scale_step` apart (`_operator`)."""
     rng = np.random.default_rng(16)
     tensors: list[Tensor] = []
     parts = [
@@ -68,7 +70,8 @@ def dual_mac_model() -> Model:
     inputs, operators, outputs = [], [], []
     for seed, (name, builtin, in_shape, w_shape, out_shape, options) in enumerate(parts):
         weights = rng.integers(-127, 128, w_shape).astype(np.int8)
-        graph_in, operator, graph_out = _operator(tensors, name, builtin, in_shape, weights, out_shape, options, seed)
+        graph_in, operator, graph_out = _operator(tensors, name, builtin, in_shape, weights, out_shape, options, seed,
+                                                  scale_step=scale_step)
         inputs.append(graph_in), operators.append(operator), outputs.append(graph_out)
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
@@ -194,3 +197,17 @@ def test_16x8_sums_beyond_int32_stay_int64(case, tmp_path):
     assert board.selftest.passed, board.selftest.output
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     assert "int64_t acc" in kernels and "depthwise_mac" not in kernels and "dual_mac" not in kernels
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "rv32imc"])
+def test_16x8_tiles_call_the_fused_copy_on_helium_and_rv32_bit_exactly(target, tmp_path):
+    """The 16x8 helper model's VALID 3x3, padded 1x1 and FULLY_CONNECTED kernels (per-channel multipliers: a per-tensor
+    layer's constant one keeps its loop) each call the fused 16x8 tiles' one out-of-line copy (`backends.cortex_m.schedules.tiles_16x8`) on cortex-m55 (the Helium loop) and rv32imc
+    (its portable loop, tiles of four), their last tiles of fewer channels too; the emulated self-test is bit-exact with the
+    compile's reference (TFLite's)."""
+    path = tmp_path / "helper_16x8.tflite"
+    path.write_bytes(build(dual_mac_model(scale_step=0.01)))  # a multiplier per channel, as a converter's
+    board = compile(path, target, tmp_path / target)
+    assert board.selftest.passed, board.selftest.output
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert _kernels_calling(kernels, "_tiles_s16x4(") >= 3, kernels
