@@ -175,3 +175,28 @@ def test_qlinear_conv_on_a_core_without_fpu_requantizes_in_integers_and_matches_
     _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
     assert "_requantize_float32(" in kernels and "floorf" not in kernels, kernels
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_a_max_pool_of_quantized_data_is_the_int8_pool_kernel_and_matches_onnxruntime(tmp_path, dtype):
+    """A MaxPool between a DequantizeLinear and a QuantizeLinear of one scale runs on the quantized NCHW tensor (as
+    onnxruntime runs it) as the integer pool kernel (tvm_ext.transform.int8.pool, "max_pool_2d"), not TVM's generic
+    loop ("max_pool2d"), in ceil mode with padding: the last window of each axis runs past the padded input (9 x 12
+    pooled to 5 x 6, floor mode's 4 x 5)."""
+    zero_point = 128 if dtype == np.uint8 else -3
+    nodes = [helper.make_node("QuantizeLinear", ["x", "q_scale", "q_zero_point"], ["x_q"], name="quantize"),
+             helper.make_node("DequantizeLinear", ["x_q", "q_scale", "q_zero_point"], ["x_f"], name="dequantize"),
+             helper.make_node("MaxPool", ["x_f"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 0, 0, 0], ceil_mode=1),
+             helper.make_node("QuantizeLinear", ["p", "q_scale", "q_zero_point"], ["p_q"], name="requantize"),
+             helper.make_node("DequantizeLinear", ["p_q", "q_scale", "q_zero_point"], ["y"], name="output")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              _quant("q", 0.05, zero_point, dtype))
+    path = tmp_path / "max_pool.onnx"
+    onnx.save(onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])),
+              str(path))
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    assert bundle.selftest.passed and "onnxruntime" in bundle.selftest.output, bundle.selftest.output
+    kernels = [call.kernel for call in bundle.plan.calls]
+    assert any("max_pool_2d" in k for k in kernels) and not any("max_pool2d" in k for k in kernels), kernels

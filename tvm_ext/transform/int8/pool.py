@@ -30,12 +30,11 @@ _MAX_POOL = is_op("relax.nn.max_pool2d")(wildcard())
 
 def _pool(kind: str, kernel: Callable[..., te.Tensor], pool: relax.Call, source: relax.Expr,
           ctx: LoweringContext, channels_first: bool = False) -> Union[ClampedCall, Mismatch]:
-    """The pooling kernel over the lowered integer ``source``: NHWC (with ``channels_first``, NCHW: the kernel's
-    argument of that name), floor mode, no dilation."""
+    """The pooling kernel over the lowered integer ``source``: NHWC, floor mode, no dilation; with ``channels_first``
+    (the kernel's argument of that name) NCHW, the caller's check, in either mode."""
     attrs = pool.attrs
-    layout = "NCHW" if channels_first else "NHWC"
-    if attrs.layout != layout or attrs.out_layout != layout or any(int(d) != 1 for d in attrs.dilation) \
-            or (bool(attrs.ceil_mode) and not channels_first):
+    if (attrs.layout != "NHWC" or bool(attrs.ceil_mode)) and not channels_first \
+            or any(int(d) != 1 for d in attrs.dilation):
         return Mismatch(f"{pool.op.name} (layout, ceil_mode or dilation)")
     if source not in ctx.lowered:
         return Mismatch(describe(ctx.graph.value_of(source)))
@@ -90,7 +89,7 @@ def _match_max_pool(pool: relax.Call, ctx: LoweringContext) -> Union[ClampedCall
     """The int8 kernel as runs over a pixel's channels where the backend asks for it (``ctx.max_pool_runs``),
     else the element-wise kernel (int16 always; an NCHW pool, ceil mode too: ONNX's MaxPool of quantized data)."""
     source = ctx.lowered.get(pool.args[0])
-    if pool.attrs.layout == "NCHW":  # an ONNX model's MaxPool: each channel's plane contiguous, no runs of channels
+    if pool.attrs.layout == "NCHW" and pool.attrs.out_layout == "NCHW":  # an ONNX model's MaxPool: no channel runs
         return _pool("MAX_POOL_2D", max_pool2d_integer, pool, pool.args[0], ctx, channels_first=True)
     runs = ctx.max_pool_runs and source is not None and str(source.ty.dtype) == "int8"
     return _pool("MAX_POOL_2D", max_pool2d_runs if runs else max_pool2d_integer, pool, pool.args[0], ctx)
