@@ -40,7 +40,7 @@ from ..kernels import Rounding
 from ..layers import (FALLBACK_ATTR, ONNX_QUANTIZATION_ATTR, PLAIN_MAC_KERNELS_ATTR, LayerRecord, bindings_of,
                       constant_bytes, with_layers)
 from ..model_check.operator_support import TFLITE_16X8_OPS
-from .int8 import LOWERINGS, edges, onnx_qlinear, pool
+from .int8 import LOWERINGS, data_movement, edges, onnx_qlinear, pool
 from .int8.emit import KernelEmitter
 from .int8.graph_macs import graph_macs
 from .int8.graph import Graph, describe, is_call_to
@@ -338,6 +338,8 @@ class _OnnxMainRewriter(_MainRewriter):
             result = onnx_qlinear.LOWERING.match(value, self.context)
         elif self._integer_max_pool(value):
             result = pool.MAX_POOL.match(value, self.context)
+        elif self._integer_pad(value):
+            result = data_movement.PAD.match(value, self.context)
         elif any(is_call_to(value, op) for op in ("relax.quantize", "relax.dequantize")):
             kind = "QUANTIZE" if is_call_to(value, "relax.quantize") else "DEQUANTIZE"
             result = edges.onnx_edge(kind, value, self.context)
@@ -362,6 +364,14 @@ class _OnnxMainRewriter(_MainRewriter):
         attrs = value.attrs
         return str(self.lowered[value.args[0]].ty.dtype) in ("int8", "uint8") and attrs.layout == "NCHW" \
             and attrs.out_layout == "NCHW" and all(int(d) == 1 for d in attrs.dilation)
+
+    def _integer_pad(self, value: relax.Expr) -> bool:
+        """Whether ``value`` pads an integer tensor with a constant (the padded copy of a depthwise QLinearConv's
+        input, ``tvm_ext.transform.qlinear_depthwise_padded``): TFLite's PAD kernel, rows copied whole where the
+        backend asks for copy runs."""
+        return is_call_to(value, "relax.nn.pad") and value.args[0] in self.lowered \
+            and str(value.attrs.pad_mode) == "constant" \
+            and str(self.lowered[value.args[0]].ty.dtype) in ("int8", "uint8")
 
     def _on_lowered(self, expr: relax.Expr) -> relax.Expr:
         """``expr`` (a binding's value) reading the lowered tensors; a kernel the frontend made itself (TVM's

@@ -200,3 +200,28 @@ def test_a_max_pool_of_quantized_data_is_the_int8_pool_kernel_and_matches_onnxru
     assert bundle.selftest.passed and "onnxruntime" in bundle.selftest.output, bundle.selftest.output
     kernels = [call.kernel for call in bundle.plan.calls]
     assert any("max_pool_2d" in k for k in kernels) and not any("max_pool2d" in k for k in kernels), kernels
+
+
+@pytest.mark.parametrize("case", ["ties_round_half_to_even", "uint8_per_tensor_pads_strides"])
+def test_a_padded_depthwise_qlinear_conv_reads_a_padded_copy_and_matches_onnxruntime(tmp_path, case):
+    """A depthwise QLinearConv with padding reads a copy of its input padded with the input's zero point (a PAD
+    kernel: tvm_ext.transform.qlinear_depthwise_padded), so that its kernel tests no tap for lying in the padding;
+    still onnxruntime's bit for bit (weights with a zero point too: uint8's 131)."""
+    x_type, w_type, (x_scale, w_scale, y_scale), weight_high, _, attrs = CONV_CASES[case]
+    rng = np.random.default_rng(11)
+    info = np.iinfo(w_type)
+    low, high = (info.min, info.max) if weight_high is None else (-weight_high, weight_high)
+    weights = rng.integers(low, high + 1, (4, 1, 3, 3)).astype(w_type)
+    w_zero_point = np.zeros(np.shape(w_scale), w_type) if w_type == np.int8 else np.full(np.shape(w_scale), 131, w_type)
+    x_zero_point = 128 if x_type == np.uint8 else -3
+    constants = [numpy_helper.from_array(weights, "w"), *_quant("x", x_scale, x_zero_point, x_type),
+                 *_quant("w", w_scale, w_zero_point, w_type), *_quant("y", y_scale, 5, x_type)]
+    node = helper.make_node("QLinearConv", ["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale",
+                                            "y_zero_point"], ["y"], name="conv", group=4,
+                            **{"pads": [1, 1, 1, 1], **attrs})
+    path = _save(tmp_path, node, [helper.make_tensor_value_info("x", ONNX_TYPE[x_type], [1, 4, 9, 8])],
+                 ONNX_TYPE[x_type], constants, 10)
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
+    pad, conv = bundle.plan.calls
+    assert "_pad_" in pad.kernel and "qlinearconv" in conv.kernel and conv.inputs[0] == pad.outputs[0], pad, conv
