@@ -224,4 +224,4 @@ def test_a_padded_depthwise_qlinear_conv_reads_a_padded_copy_and_matches_onnxrun
     bundle = compile(path, "lowpower", tmp_path / "out")
     _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
     pad, conv = bundle.plan.calls
-    assert "_pad_" in pad.kernel and "qlinearconv" in conv.kernel and conv.inputs[0] == pad.outputs[0], pad, conv
+    assert "_pad_" in pad.kernel and "qlinearconv" in conv.kernel and conv.inputs[0] == pad.outputs[0], (pad, conv)
