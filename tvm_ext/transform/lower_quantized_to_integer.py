@@ -44,7 +44,7 @@ from .int8 import LOWERINGS, data_movement, edges, onnx_qlinear, pool
 from .int8.emit import KernelEmitter
 from .int8.graph_macs import graph_macs
 from .int8.graph import Graph, describe, is_call_to
-from .int8.lowering import FlashBudget, Lowering, LoweringContext, Mismatch, Site
+from .int8.lowering import FlashBudget, LoweringContext, Mismatch, Site
 
 if TYPE_CHECKING:  # annotations only
     from backends.backend import KernelSchedules
@@ -338,8 +338,8 @@ class _OnnxMainRewriter(_MainRewriter):
             result = onnx_qlinear.LOWERING.match(value, self.context)
         elif self._integer_max_pool(value):
             result = pool.MAX_POOL.match(value, self.context)
-        elif (copy := self._integer_copy(value)) is not None:
-            result = copy.match(value, self.context)
+        elif self._integer_pad(value):
+            result = data_movement.PAD.match(value, self.context)
         elif any(is_call_to(value, op) for op in ("relax.quantize", "relax.dequantize")):
             kind = "QUANTIZE" if is_call_to(value, "relax.quantize") else "DEQUANTIZE"
             result = edges.onnx_edge(kind, value, self.context)
@@ -359,24 +359,22 @@ class _OnnxMainRewriter(_MainRewriter):
         """Whether ``value`` is a MaxPool of quantized data (onnxruntime runs it on the integers) that the int8 pool
         kernel takes (``tvm_ext.transform.int8.pool``: NCHW, ceil mode too, no dilation); as written, TVM's
         generic loop kept a running maximum in the output, 5-8 instructions per input byte on cortex-m4f."""
-        if not is_call_to(value, "relax.nn.max_pool2d") or value.args[0] not in self.lowered:
+        if not is_call_to(value, "relax.nn.max_pool2d") or not self._integer(value.args[0]):
             return False
         attrs = value.attrs
-        return str(self.lowered[value.args[0]].ty.dtype) in ("int8", "uint8") and attrs.layout == "NCHW" \
-            and attrs.out_layout == "NCHW" and all(int(d) == 1 for d in attrs.dilation)
+        return attrs.layout == "NCHW" and attrs.out_layout == "NCHW" and all(int(d) == 1 for d in attrs.dilation)
 
-    def _integer_copy(self, value: relax.Expr) -> Optional[Lowering]:
-        """TFLite's lowering of ``value`` where it pads an integer tensor with a constant or permutes its axes
-        (``tvm_ext.transform.int8.data_movement``'s PAD and TRANSPOSE: copy runs where the backend asks for them), else
-        None: the padded copy of a depthwise QLinearConv's input (``tvm_ext.transform.qlinear_depthwise_padded``), the
-        NHWC copy of a QLinearConv's (``tvm_ext.transform.qlinear_channels_last``), a Transpose of quantized data. A
-        copy so lowered is its own layer of the data movement kind in the report, not a part of its convolution's."""
-        if not isinstance(value, relax.Call) or not value.args or value.args[0] not in self.lowered \
-                or str(self.lowered[value.args[0]].ty.dtype) not in ("int8", "uint8"):
-            return None
-        if is_call_to(value, "relax.nn.pad") and str(value.attrs.pad_mode) == "constant":
-            return data_movement.PAD
-        return data_movement.TRANSPOSE if is_call_to(value, "relax.permute_dims") else None
+    def _integer_pad(self, value: relax.Expr) -> bool:
+        """Whether ``value`` pads integer data with a constant (the padded copy of a depthwise QLinearConv's input,
+        ``tvm_ext.transform.qlinear_depthwise_padded``): TFLite's PAD kernel (``tvm_ext.transform.int8.data_movement``,
+        rows copied whole where the backend asks for copy runs), its own layer of the data movement kind."""
+        return is_call_to(value, "relax.nn.pad") and str(value.attrs.pad_mode) == "constant" \
+            and self._integer(value.args[0])
+
+    def _integer(self, tensor: relax.Expr) -> bool:
+        """Whether ``tensor`` is lowered to an int8 or uint8 tensor."""
+        lowered = self.lowered.get(tensor) if isinstance(tensor, relax.Var) else None
+        return lowered is not None and str(getattr(lowered.ty, "dtype", "")) in ("int8", "uint8")
 
     def _on_lowered(self, expr: relax.Expr) -> relax.Expr:
         """``expr`` (a binding's value) reading the lowered tensors; a kernel the frontend made itself (TVM's
