@@ -8,9 +8,9 @@ of its input padded with the input's zero point (the value a padded tap stands f
 in the padding as the zero point, so the sums are the same) the convolution has no padding and every tile is an
 interior one; the copy is one PAD kernel (``nn.pad``, which the ONNX lowering lowers as TFLite's PAD: rows copied
 whole where the backend asks for copy runs). Measured on cortex-m4f, tv_mnv2_w020_48x64 dy_pt: its 3x3 depthwise
-layers (3x3 s1 8x24x32 and 48x12x16) 9.6 and 10.9 -> 7.0 instructions per MAC, the copies 2.1-2.9 instructions per byte written, the model
-10,642,742 -> 10,126,405 instructions, code 22,892 -> 21,480 B (the kernels lose their border tiles' code), arena
-42,464 -> 43,424 B (a padded copy lives beside its input).
+layers (3x3 s1 8x24x32 and 48x12x16) 9.6 and 10.9 -> 7.0 instructions per MAC, the copies 2.1-2.9 instructions per
+byte written, the model 10,642,742 -> 10,126,405 instructions, code 22,892 -> 21,480 B (the kernels lose their
+border tiles' code), arena 42,464 -> 43,424 B (a padded copy lives beside its input).
 
 Taken for every depthwise QLinearConv with padding over one image of static shape and integer data with a constant
 zero point, on backends without a QLinearConv kernel of their own (``KernelSchedules.qlinear_conv``: Helium's reads
