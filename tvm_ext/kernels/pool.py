@@ -151,8 +151,8 @@ def _is_float(tensor: te.Tensor) -> bool:
 
 
 def max_pool2d_integer(
-    data: te.Tensor, *, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int], activation: ActivationRange,
-    channels_first: bool = False,
+    data: te.Tensor, *, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+    activation: ActivationRange, channels_first: bool = False,
 ) -> te.Tensor:
     """Maximum over the window's valid taps, clamped to the activation range. The maximum starts at the range's
     low bound instead of the type's lowest value (max(low, taps) is the clamp from below, also of a window
