@@ -55,6 +55,7 @@ from tvm_ext.transform.layout_per_subgraph import LayoutChoice, LayoutError, cho
 from tvm_ext.patch_geometry import PatchCut
 from tvm_ext.transform.patch_prefix import RunPrefixInPatches
 from tvm_ext.transform.qlinear_channels_last import QLinearConvChannelsLast
+from tvm_ext.transform.qlinear_depthwise_padded import QLinearDepthwisePadded
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 
@@ -129,6 +130,8 @@ def _before_patches(profile: Profile, layout: Optional[str], model_name: str) ->
         RefuseOversizedTensors(model_name),
         # A quantized ONNX model's QLinearConvs over NHWC copies of their inputs, where the copies pay.
         keeping_layers(QLinearConvChannelsLast(kernel_schedules_of(profile))),
+        # ... and its padded depthwise QLinearConvs over padded copies.
+        keeping_layers(QLinearDepthwisePadded(kernel_schedules_of(profile))),
     ]
 
 

@@ -17,8 +17,14 @@ from .fixed_point import clamp_to_type
 from .quant_params import ActivationRange
 
 
-def _window(data: te.Tensor, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int]):
-    n, h, w, c = (int(d) for d in data.shape)
+def _window(data: te.Tensor, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+            channels_first: bool = False):
+    """The NHWC output shape (with ``channels_first``: of an NCHW ``data``, still (n, out_h, out_w, c)), the window's
+    reduce axes, and ``position``."""
+    if channels_first:
+        n, c, h, w = (int(d) for d in data.shape)
+    else:
+        n, h, w, c = (int(d) for d in data.shape)
     out_h = (h + padding[0] + padding[2] - pool[0]) // strides[0] + 1
     out_w = (w + padding[1] + padding[3] - pool[1]) // strides[1] + 1
     ry, rx = te.reduce_axis((0, pool[0]), "ry"), te.reduce_axis((0, pool[1]), "rx")
@@ -145,20 +151,30 @@ def _is_float(tensor: te.Tensor) -> bool:
 
 
 def max_pool2d_integer(
-    data: te.Tensor, *, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int], activation: ActivationRange
+    data: te.Tensor, *, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+    activation: ActivationRange, channels_first: bool = False,
 ) -> te.Tensor:
     """Maximum over the window's valid taps, clamped to the activation range. The maximum starts at the range's
     low bound instead of the type's lowest value (max(low, taps) is the clamp from below, also of a window
     without valid taps); only a high bound below the type's highest value adds a stage. A window of at most
     UNROLLED_TAPS taps is written as the maximum of its taps, one expression per output element (a reduction
-    keeps its running maximum in the output or a buffer, stored and reloaded at every tap)."""
-    shape, ry, rx, position = _window(data, pool, strides, padding)
+    keeps its running maximum in the output or a buffer, stored and reloaded at every tap). With
+    ``channels_first`` ``data`` and the output are NCHW (an ONNX model's MaxPool), each channel's plane contiguous."""
+    (n, out_h, out_w, c), ry, rx, position = _window(data, pool, strides, padding, channels_first)
+    shape = (n, c, out_h, out_w) if channels_first else (n, out_h, out_w, c)
     dtype = str(data.dtype)
     low = tirx.const(activation.low, dtype)
 
+    def at(b, y, x, c):
+        return data[b, c, y, x] if channels_first else data[b, y, x, c]
+
+    def nhwc(body):
+        """``body`` (of b, y, x, c) as a function of the output's indices."""
+        return (lambda b, c, y, x: body(b, y, x, c)) if channels_first else body
+
     def tap(b, y, x, c, dy, dx):
         iy, ix, inside = position(y, x, dy, dx)
-        return tirx.if_then_else(inside, data[b, iy, ix, c], low)
+        return tirx.if_then_else(inside, at(b, iy, ix, c), low)
 
     def unrolled_max(b, y, x, c):
         peak = low
@@ -172,9 +188,9 @@ def max_pool2d_integer(
 
     def window_max(b, y, x, c):
         iy, ix, inside = position(y, x)
-        return from_low(tirx.if_then_else(inside, data[b, iy, ix, c], low), axis=[ry, rx])
+        return from_low(tirx.if_then_else(inside, at(b, iy, ix, c), low), axis=[ry, rx])
 
-    body = unrolled_max if pool[0] * pool[1] <= UNROLLED_TAPS else window_max
+    body = nhwc(unrolled_max if pool[0] * pool[1] <= UNROLLED_TAPS else window_max)
     if activation.high >= int(np.iinfo(dtype).max):
         return te.compute(shape, body, name=f"max_pool2d_{dtype}")
     peak = te.compute(shape, body, name="window_max")

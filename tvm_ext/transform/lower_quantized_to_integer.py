@@ -40,7 +40,7 @@ from ..kernels import Rounding
 from ..layers import (FALLBACK_ATTR, ONNX_QUANTIZATION_ATTR, PLAIN_MAC_KERNELS_ATTR, LayerRecord, bindings_of,
                       constant_bytes, with_layers)
 from ..model_check.operator_support import TFLITE_16X8_OPS
-from .int8 import LOWERINGS, edges, onnx_qlinear
+from .int8 import LOWERINGS, data_movement, edges, onnx_qlinear, pool
 from .int8.emit import KernelEmitter
 from .int8.graph_macs import graph_macs
 from .int8.graph import Graph, describe, is_call_to
@@ -336,6 +336,10 @@ class _OnnxMainRewriter(_MainRewriter):
             return
         if onnx_qlinear.marker_of(value) is not None:
             result = onnx_qlinear.LOWERING.match(value, self.context)
+        elif self._integer_max_pool(value):
+            result = pool.MAX_POOL.match(value, self.context)
+        elif self._integer_pad(value):
+            result = data_movement.PAD.match(value, self.context)
         elif any(is_call_to(value, op) for op in ("relax.quantize", "relax.dequantize")):
             kind = "QUANTIZE" if is_call_to(value, "relax.quantize") else "DEQUANTIZE"
             result = edges.onnx_edge(kind, value, self.context)
@@ -350,6 +354,27 @@ class _OnnxMainRewriter(_MainRewriter):
             raise UnsupportedOperatorError.at(self.options.model_name, result.found,
                                               self._layer(value, binding.var))
         self.lowered[binding.var] = self.emitter.emit_match(binding.var, result, self.lowered)
+
+    def _integer_max_pool(self, value: relax.Expr) -> bool:
+        """Whether ``value`` is a MaxPool of quantized data (onnxruntime runs it on the integers) that the int8 pool
+        kernel takes (``tvm_ext.transform.int8.pool``: NCHW, ceil mode too, no dilation); as written, TVM's
+        generic loop kept a running maximum in the output, 5-8 instructions per input byte on cortex-m4f."""
+        if not is_call_to(value, "relax.nn.max_pool2d") or not self._integer(value.args[0]):
+            return False
+        attrs = value.attrs
+        return attrs.layout == "NCHW" and attrs.out_layout == "NCHW" and all(int(d) == 1 for d in attrs.dilation)
+
+    def _integer_pad(self, value: relax.Expr) -> bool:
+        """Whether ``value`` pads integer data with a constant (the padded copy of a depthwise QLinearConv's input,
+        ``tvm_ext.transform.qlinear_depthwise_padded``): TFLite's PAD kernel (``tvm_ext.transform.int8.data_movement``,
+        rows copied whole where the backend asks for copy runs), its own layer of the data movement kind."""
+        return is_call_to(value, "relax.nn.pad") and str(value.attrs.pad_mode) == "constant" \
+            and self._integer(value.args[0])
+
+    def _integer(self, tensor: relax.Expr) -> bool:
+        """Whether ``tensor`` is lowered to an int8 or uint8 tensor."""
+        lowered = self.lowered.get(tensor) if isinstance(tensor, relax.Var) else None
+        return lowered is not None and str(getattr(lowered.ty, "dtype", "")) in ("int8", "uint8")
 
     def _on_lowered(self, expr: relax.Expr) -> relax.Expr:
         """``expr`` (a binding's value) reading the lowered tensors; a kernel the frontend made itself (TVM's

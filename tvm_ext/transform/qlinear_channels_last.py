@@ -51,7 +51,7 @@ of their own (pt_vit_20x28's 4x4 patches of 3 channels into 22: 8.0 -> 9.7 instr
 _TO_NHWC = (0, 2, 3, 1)
 
 
-def _static_shape(ty: relax.Type) -> list[int] | None:
+def static_shape_or_none(ty: relax.Type) -> list[int] | None:
     """A tensor type's shape, every dimension known; else None."""
     shape = getattr(ty, "shape", None)
     if not isinstance(shape, relax.ShapeExpr) or not all(isinstance(d, tvm.tirx.IntImm) for d in shape.values):
@@ -59,7 +59,8 @@ def _static_shape(ty: relax.Type) -> list[int] | None:
     return [int(d) for d in shape.values]
 
 
-def _is_qlinear_conv(expr: relax.Expr) -> bool:
+def is_qlinear_conv(expr: relax.Expr) -> bool:
+    """Whether ``expr`` calls the QLinearConv marker."""
     return isinstance(expr, relax.Call) and isinstance(expr.op, tvm.ir.Op) \
         and expr.op.same_as(tvm.ir.Op.get("relax.call_dps_packed")) \
         and getattr(expr.args[0], "global_symbol", None) == QLINEAR_CONV
@@ -69,8 +70,18 @@ def _reads_qlinear_conv(func: tvm.ir.BaseFunc) -> bool:
     """Whether ``func`` (a Relax function) calls the QLinearConv marker."""
     found = []
     if isinstance(func, relax.Function):
-        relax.analysis.post_order_visit(func, lambda e: found.append(e) if _is_qlinear_conv(e) else None)
+        relax.analysis.post_order_visit(func, lambda e: found.append(e) if is_qlinear_conv(e) else None)
     return bool(found)
+
+
+def bound_constant(mutator: relax.PyExprMutator, value: relax.Expr) -> Constant | None:
+    """The constant ``value`` is (through the variables ``mutator`` has seen bound), else None."""
+    while isinstance(value, relax.Var):
+        bound = mutator.lookup_binding(value)
+        if bound is None:
+            return None
+        value = bound
+    return value if isinstance(value, Constant) else None
 
 
 @relax.expr_functor.mutator
@@ -87,21 +98,13 @@ class _ChannelsLast(relax.PyExprMutator):
         self.copies = {}  # a copy is a dataflow var of its own block
         return super().visit_dataflow_block_(block)
 
-    def _constant(self, value: relax.Expr) -> Constant | None:
-        while isinstance(value, relax.Var):
-            bound = self.lookup_binding(value)
-            if bound is None:
-                return None
-            value = bound
-        return value if isinstance(value, Constant) else None
-
     def _takes(self, fields: list[relax.Expr], out_shape: list[int] | None) -> bool:
-        x_shape, weight = _static_shape(fields[0].ty), self._constant(fields[3])
+        x_shape, weight = static_shape_or_none(fields[0].ty), bound_constant(self, fields[3])
         group = fields[-1]
         if x_shape is None or out_shape is None or weight is None or len(x_shape) != 4 or x_shape[0] != 1 \
                 or x_shape[1] < 2 or int(getattr(group, "value", 0)) != 1:
             return False
-        weights, weight_zero_point = weight.value.numpy(), self._constant(fields[5])
+        weights, weight_zero_point = weight.value.numpy(), bound_constant(self, fields[5])
         if weights.ndim != 4 or weights.dtype != np.int8 or str(fields[0].ty.dtype) != "int8" \
                 or weight_zero_point is None or np.any(weight_zero_point.value.numpy() != 0) \
                 or (x_shape[1] < WORD_CHANNELS and weights.shape[0] % self.channel_tile):
@@ -112,11 +115,11 @@ class _ChannelsLast(relax.PyExprMutator):
 
     def visit_call_(self, call: relax.Call) -> relax.Expr:
         call = super().visit_call_(call)
-        if not _is_qlinear_conv(call):
+        if not is_qlinear_conv(call):
             return call
         fields = list(call.args[1].fields)
         out_type = call.ty_args[0]
-        if not self._takes(fields, _static_shape(out_type)):
+        if not self._takes(fields, static_shape_or_none(out_type)):
             return call
         if fields[0] not in self.copies:
             self.copies[fields[0]] = self.builder_.emit(relax.op.permute_dims(fields[0], list(_TO_NHWC)))

@@ -175,3 +175,56 @@ def test_qlinear_conv_on_a_core_without_fpu_requantizes_in_integers_and_matches_
     _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
     assert "_requantize_float32(" in kernels and "floorf" not in kernels, kernels
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_a_max_pool_of_quantized_data_is_the_int8_pool_kernel_and_matches_onnxruntime(tmp_path, dtype):
+    """A MaxPool between a DequantizeLinear and a QuantizeLinear of one scale runs on the quantized NCHW tensor (as
+    onnxruntime runs it) as the integer pool kernel (tvm_ext.transform.int8.pool, "max_pool_2d"), not TVM's generic
+    loop ("max_pool2d"), in ceil mode with padding: the last window of each axis runs past the padded input (9 x 12
+    pooled to 5 x 6, floor mode's 4 x 5)."""
+    zero_point = 128 if dtype == np.uint8 else -3
+    nodes = [helper.make_node("QuantizeLinear", ["x", "q_scale", "q_zero_point"], ["x_q"], name="quantize"),
+             helper.make_node("DequantizeLinear", ["x_q", "q_scale", "q_zero_point"], ["x_f"], name="dequantize"),
+             helper.make_node("MaxPool", ["x_f"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 0, 0, 0], ceil_mode=1),
+             helper.make_node("QuantizeLinear", ["p", "q_scale", "q_zero_point"], ["p_q"], name="requantize"),
+             helper.make_node("DequantizeLinear", ["p_q", "q_scale", "q_zero_point"], ["y"], name="output")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              _quant("q", 0.05, zero_point, dtype))
+    path = tmp_path / "max_pool.onnx"
+    onnx.save(onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])),
+              str(path))
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    assert bundle.selftest.passed and "onnxruntime" in bundle.selftest.output, bundle.selftest.output
+    kernels = [call.kernel for call in bundle.plan.calls]
+    assert any("max_pool_2d" in k for k in kernels) and not any("max_pool2d" in k for k in kernels), kernels
+
+
+@pytest.mark.parametrize("case", ["ties_round_half_to_even", "uint8_per_tensor_pads_strides"])
+def test_a_padded_depthwise_qlinear_conv_reads_a_padded_copy_and_matches_onnxruntime(tmp_path, case):
+    """A depthwise QLinearConv with padding reads a copy of its input padded with the input's zero point (a PAD
+    kernel: tvm_ext.transform.qlinear_depthwise_padded), so that its kernel tests no tap for lying in the padding;
+    still onnxruntime's bit for bit (weights with a zero point too: uint8's 131), built for cortex-m4f (the PAD kernel
+    as copy runs) without warnings."""
+    if missing_tools():
+        pytest.skip("needs the Cortex-M tools")
+    x_type, w_type, (x_scale, w_scale, y_scale), weight_high, _, attrs = CONV_CASES[case]
+    rng = np.random.default_rng(11)
+    info = np.iinfo(w_type)
+    low, high = (info.min, info.max) if weight_high is None else (-weight_high, weight_high)
+    weights = rng.integers(low, high + 1, (4, 1, 3, 3)).astype(w_type)
+    w_zero_point = np.zeros(np.shape(w_scale), w_type) if w_type == np.int8 else np.full(np.shape(w_scale), 131, w_type)
+    x_zero_point = 128 if x_type == np.uint8 else -3
+    constants = [numpy_helper.from_array(weights, "w"), *_quant("x", x_scale, x_zero_point, x_type),
+                 *_quant("w", w_scale, w_zero_point, w_type), *_quant("y", y_scale, 5, x_type)]
+    node = helper.make_node("QLinearConv", ["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale",
+                                            "y_zero_point"], ["y"], name="conv", group=4,
+                            **{"pads": [1, 1, 1, 1], **attrs})
+    path = _save(tmp_path, node, [helper.make_tensor_value_info("x", ONNX_TYPE[x_type], [1, 4, 9, 8])],
+                 ONNX_TYPE[x_type], constants, 10)
+    bundle = compile(path, "cortex-m4f", tmp_path / "out")
+    _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
+    pad, conv = bundle.plan.calls
+    assert "_pad_" in pad.kernel and "qlinearconv" in conv.kernel and conv.inputs[0] == pad.outputs[0], (pad, conv)

@@ -219,10 +219,10 @@ def test_a_quantization_rounding_ties_the_wrong_way_is_caught_by_the_ties_case(t
     bundle = tvm_ext.compile(quantize_model(tmp_path), target="lowpower", out=tmp_path / "out")
     assert bundle.selftest.passed and bundle.selftest.cases == MAX_CASES
     helpers = bundle.out_dir / "quantize_input_internal.h"
-    # The rounding helper's tie clause on the host (packager/templates/round_half_even_small.h.in: step up from a
-    # positive tie only when the truncation is odd) becomes `fraction >= 0.5f`: every positive tie rounds up.
-    tie_clause = r"if \(fraction > 0\.5f \|\| \(fraction == 0\.5f && odd != 0\)\)"
-    result = edited_selftest(bundle.out_dir, helpers, tie_clause, "if (fraction >= 0.5f)")
+    # The rounding helper's addition on the host (packager/templates/round_half_even_small.h.in: value plus 1.5 * 2^23
+    # rounds ties to even) takes value one ulp further from zero first: every tie rounds away from zero.
+    addition = r"value \+ 12582912\.0f;"
+    result = edited_selftest(bundle.out_dir, helpers, addition, "value * 1.0000001f + 12582912.0f;")
     assert not result.passed and result.problem is None, result.output
     assert {m.case for m in result.mismatches} == {2}, result.mismatches
 

@@ -2,7 +2,8 @@
 
 The frontend writes AVERAGE_POOL_2D as ``astype_i8(avg_pool2d(astype_i32(x)))`` (``astype_i16`` of an int16
 x) and MAX_POOL_2D as ``max_pool2d(x)`` on the integer tensor; either may be followed by the clip of a fused
-activation.
+activation. An ONNX model's MaxPool of quantized data (``qdq_fusion`` drops its QuantizeLinear pair, as onnxruntime
+does) is ``max_pool2d(x)`` too, NCHW and maybe in ceil mode: the same maximum over NCHW planes.
 """
 
 from __future__ import annotations
@@ -28,18 +29,35 @@ _MAX_POOL = is_op("relax.nn.max_pool2d")(wildcard())
 
 
 def _pool(kind: str, kernel: Callable[..., te.Tensor], pool: relax.Call, source: relax.Expr,
-          ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:
-    """The pooling kernel over the lowered integer ``source``: NHWC, floor mode, no dilation."""
+          ctx: LoweringContext, channels_first: bool = False) -> Union[ClampedCall, Mismatch]:
+    """The pooling kernel over the lowered integer ``source``: NHWC, floor mode, no dilation; with ``channels_first``
+    (the kernel's argument of that name) NCHW, the caller's check, in either mode."""
     attrs = pool.attrs
-    if attrs.layout != "NHWC" or bool(attrs.ceil_mode) or any(int(d) != 1 for d in attrs.dilation):
+    if (attrs.layout != "NHWC" or bool(attrs.ceil_mode)) and not channels_first \
+            or any(int(d) != 1 for d in attrs.dilation):
         return Mismatch(f"{pool.op.name} (layout, ceil_mode or dilation)")
     if source not in ctx.lowered:
         return Mismatch(describe(ctx.graph.value_of(source)))
     geometry = {name: [int(v) for v in values]
                 for name, values in (("pool", attrs.pool_size), ("strides", attrs.strides), ("padding", attrs.padding))}
+    if channels_first:
+        geometry["padding"] = _floor_mode_padding(geometry, [int(d) for d in source.ty.shape.values[2:]],
+                                                  [int(d) for d in pool.ty.shape.values[2:]])
+        geometry["channels_first"] = True
     lowered = ctx.lowered[source]
     return ClampedCall(KernelCall(kind, pool, kernel, (lowered,), geometry),
                        ActivationRange.of_dtype(str(lowered.ty.dtype)))
+
+
+def _floor_mode_padding(geometry: dict, in_hw: list[int], out_hw: list[int]) -> list[int]:
+    """The (top, left, bottom, right) padding with which floor mode's output is ``out_hw``: ceil mode's last window
+    of each axis, which runs past the padded input, as that many more rows or columns of padding at the bottom or
+    right (a max pool skips padded taps, as onnxruntime's clipped windows do)."""
+    top, left, bottom, right = geometry["padding"]
+    extra = [max(0, (out - 1) * stride + size - (length + before + after))
+             for out, stride, size, length, before, after in zip(out_hw, geometry["strides"], geometry["pool"], in_hw,
+                                                                 (top, left), (bottom, right))]
+    return [top, left, bottom + extra[0], right + extra[1]]
 
 
 def _ends_average_pool(value: relax.Expr, ctx: LoweringContext) -> bool:
@@ -69,8 +87,10 @@ def _ends_max_pool(value: relax.Expr, ctx: LoweringContext) -> bool:
 
 def _match_max_pool(pool: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:
     """The int8 kernel as runs over a pixel's channels where the backend asks for it (``ctx.max_pool_runs``),
-    else the element-wise kernel (int16 always)."""
+    else the element-wise kernel (int16 always; an NCHW pool, ceil mode too: ONNX's MaxPool of quantized data)."""
     source = ctx.lowered.get(pool.args[0])
+    if pool.attrs.layout == "NCHW" and pool.attrs.out_layout == "NCHW":  # an ONNX model's MaxPool: no channel runs
+        return _pool("MAX_POOL_2D", max_pool2d_integer, pool, pool.args[0], ctx, channels_first=True)
     runs = ctx.max_pool_runs and source is not None and str(source.ty.dtype) == "int8"
     return _pool("MAX_POOL_2D", max_pool2d_runs if runs else max_pool2d_integer, pool, pool.args[0], ctx)
 
