@@ -151,6 +151,10 @@ class RiscvMacSchedules:
         self.cold_requantize = cold_requantize
         self.tiled_unrolled = tiled_unrolled
 
+    flat_elements = True
+    """An elementwise kernel's loop nest fused into one loop (`tvm_ext.schedule.flat_elements`), for code, not
+    speed: rv32imc simple_add_model's 128x128 ADD kernel 152 -> 104 B (the bundle's code 188 -> 148 B, cortex-m4f's
+    148) for 362,604 -> 378,201 instructions (an index add per buffer an element where the nest stepped pointers)."""
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
     window_buffer = staticmethod(window_buffer)
