@@ -11,7 +11,8 @@
  * output shifts down to -31. The tables, the bias and the bound on int32 steps are computed here as
  * tvm_ext/kernels/int8_tables.py scaled_operand_table and tvm_ext/kernels/elementwise.py add_from_values do. Built
  * by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
- * (SMMLAR, SSAT). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
+ * (SMMLAR, SSAT), and by tests/backends/riscv/test_riscv_helpers_c.py for the RISC-V profiles under QEMU (portable
+ * C, RV32IM's MULH). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 

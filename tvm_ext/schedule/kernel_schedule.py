@@ -17,6 +17,7 @@ from tvm.ir.expr import Expr as PrimExpr
 
 from backends.backend import MacSchedules
 from tvm_ext.schedule.border_split import split_border
+from tvm_ext.schedule.flat_elements import flatten_elements
 from tvm_ext.schedule.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.tir.kernel_names import with_window_recorded
 from tvm_ext.tir.tir_walk import buffer_loads, walk
@@ -264,6 +265,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     the tiles ``mac.channel_tiles`` gives it (none where ``mac.keeps_scalar`` says so), and a tiled integer
     reduction a MAC helper computes becomes its call;
     a padded integer convolution's border is split from its interior (tvm_ext.schedule.border_split);
+    with ``mac.flat_elements``, an elementwise block's loop nest is one loop (tvm_ext.schedule.flat_elements);
     last, ``mac.epilogue_calls`` turns requantization epilogues into its helpers' calls where it has any.
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
@@ -283,6 +285,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     _inline_until_done(sch, root, sch.compute_inline)
     _inline_until_done(sch, root, sch.reverse_compute_inline)
     _compute_at_consumers(sch, root)
+    if getattr(mac, "flat_elements", False):
+        flatten_elements(sch, root)
     inlined = sch.mod["main"]  # its window is still read by its reduction (see with_window_recorded)
     odd_rows: list[tuple[str, int]] = []  # (update block, first reduction loop) to pair after scheduling
     for block in _reduction_blocks(sch, root):

@@ -42,6 +42,7 @@ from backends.code_price import INSTRUCTIONS_PER_BYTE, KernelCode
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
+from backends.cortex_m.schedules.dsp_add import dsp_add_values
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
@@ -152,6 +153,10 @@ class RiscvMacSchedules:
         self.cold_requantize = cold_requantize
         self.tiled_unrolled = tiled_unrolled
 
+    flat_elements = True
+    """An elementwise kernel's loop nest fused into one loop (`tvm_ext.schedule.flat_elements`), for code, not
+    speed: rv32imc simple_add_model's 128x128 ADD kernel 152 -> 104 B (the bundle's code 188 -> 148 B, cortex-m4f's
+    148) for 362,604 -> 378,201 instructions (an index add per buffer an element where the nest stepped pointers)."""
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
     window_buffer = staticmethod(window_buffer)
@@ -344,6 +349,13 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     products), and int8 SOFTMAX as one call per row of the DSP cores' row helper
     (`backends.cortex_m.schedules.softmax_rows`: 32-bit C whose DSP words are guarded by __ARM_FEATURE_DSP; TVM's
     generic kernel's 64-bit fixed-point steps took 1,008 B of code in kws_ref_model's 12-class head on rv32imc).
+    int8 ADD and SUB from their operands' doubled values tabled at compile time are the DSP cores' kernel
+    (`KernelSchedules.int8_add_values`, `backends.cortex_m.schedules.dsp_add`: its output stage's portable C, eight
+    instructions from the sum to the shifted value where the generic kernel's rescale and zero point took ten; the
+    same 1 KB table the generic kernel reads): rv32imc simple_add_model 395,359 -> 362,604 instructions (loop nest
+    kept), pretrainedResnet_quant, mobilenet_v2_050_64_int8, efficientnet_lite_w030_112_int8 and vit_tiny_16_int8
+    fewer instructions and less code
+    with the flat loops (`RiscvMacSchedules.flat_elements`).
     A CONV_2D's output channels that four does not divide are padded to whole tiles of four
     (`KernelSchedules.dense_unit_tile`, FOUR_CHANNELS: the four- or eight-channel tile's window MAC then takes them,
     not the scalar loop nest in each of a padded convolution's border regions: yolo_tiny_64_odd's 6- and 10-channel
@@ -377,7 +389,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True, tiled_rows=True,
                            tiled_convs_pay=tiled_convs_pay,
-                           int8_softmax=softmax_s8_rows, svdf_unit_rows=("int8", "int16"),
+                           int8_softmax=softmax_s8_rows, int8_add_values=dsp_add_values,
+                           svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
                            gate_loop_bytes=GATE_LOOP_BYTES,
                            bundle_choice=riscv_bundle_choice, kernel_code=RV32C_KERNEL_CODE,

@@ -4,7 +4,7 @@ values_call): on cortex-m4f an int8 ADD or SUB of at least binary.VALUES_ELEMENT
 calling `<prefix>_add_s8_value` (either operand of the larger scale, a fused ReLU narrower than int8, SUB, operands
 of equal scale, a broadcast operand), the tables in flash shared by the layers of one operand quantization; a small
 one keeps the generic kernel; every one bit for bit with TFLite Micro under QEMU mps2-an386 and on the host (the
-helper's portable C). Helium keeps its own ADD. (Every operand pair: test_int8_elementwise_ops.)"""
+helper's portable C), and on rv32imc under QEMU virt (the same kernels, the portable C). Helium keeps its own ADD. (Every operand pair: test_int8_elementwise_ops.)"""
 
 from __future__ import annotations
 
@@ -64,14 +64,18 @@ def _value_helper_calls(bundle, kernels: str) -> int:
 
 
 @needs_cross_tools
-def test_dsp_add_and_sub_read_tabled_values_and_stay_bit_exact(tmp_path):
+@pytest.mark.parametrize("target,board", [("cortex-m4f", "mps2-an386"), ("rv32imc", "virt")])
+def test_dsp_add_and_sub_read_tabled_values_and_stay_bit_exact(tmp_path, target, board):
+    """On cortex-m4f (SMMLAR, SSAT) and on rv32imc (the portable C; the elementwise kernels' flat loops beside the
+    broadcast one's nest: tvm_ext/schedule/flat_elements.py)."""
     assert SHAPE[1] * SHAPE[2] * SHAPE[3] >= VALUES_ELEMENTS > FEW[1] * FEW[2] * FEW[3]
-    bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(SHAPE), "cortex-m4f", "mps2-an386")
+    bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(SHAPE), target, board)
     assert _value_helper_calls(bundle, kernels) == 6, kernels
     weights = (bundle.out_dir / "add_weights.c").read_text()
     # b is of the larger scale (a shift): a's doubled values with b's zero point term, one table for a + b, b + a
     # and a + b again, one for a - b (the term's other sign), one for a - d (d shifted); c's (a the larger scale)
-    assert len(re.findall(r"const int32_t \w+\[256\]", weights)) == 4, weights
+    # (each table's comment, an array of its own or a member of rv32imc's weights block)
+    assert len(re.findall(r"\(\w+\): int32\[256\] \*/", weights)) == 4, weights
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable steps
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from backends.cortex_m.helpers.softmax_c import softmax_s8_helper_c
+from backends.cortex_m.schedules.dsp_add import add_values_helper_c
 from backends.cortex_m.helpers.requantize_biased_c import requantize_biased_helper_c
 from backends.riscv.helpers import interleaved_mac_c, requantize_biased_call_c, riscv_helpers_c
 from c_checks import run_c_program_under_riscv_qemu, run_c_unit_tests
@@ -107,6 +108,20 @@ def test_the_int8_softmax_passes_its_unit_test_under_qemu_virt(tmp_path: Path, p
     (tmp_path / "softmax_s8.h").write_text("#include <stdint.h>\n" + softmax_s8_helper_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, tmp_path / GUARDED_BUFFERS)
     result = run_c_program_under_riscv_qemu(tmp_path, profile, UNIT_TESTS / "test_softmax_s8.c")
+    assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_add_values_stage_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile: str) -> None:
+    """The DSP cores' int8 ADD, SUB and SQUARED_DIFFERENCE output stage from tabled values
+    (backends/cortex_m/helpers/templates/add_s8_values.h.in), which the RISC-V schedules write too
+    (`KernelSchedules.int8_add_values`), passes its unit test (tests/c/test_add_s8_values.c: every operand pair
+    against TFLite's reference with the bundle's scalar double rounding) built for each RISC-V profile and run on
+    QEMU virt: its portable C (the product's high word plus its low word's top bit), no DSP."""
+    require_tools(RISCV_TOOLS)
+    scalar = requantize_helpers_c(PREFIX, ("double", SATURATE_INT8))
+    (tmp_path / "add_s8_values.h").write_text("#include <stdint.h>\n" + scalar + add_values_helper_c(PREFIX))
+    result = run_c_program_under_riscv_qemu(tmp_path, profile, UNIT_TESTS / "test_add_s8_values.c")
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
 
 
