@@ -12,9 +12,11 @@ its rounding differ from float32's in tie and near-tie cases. On a core without 
 soft-float routines are IEEE-exact too, only slower: there the lowering asks for the bundle's integer helper of
 the same bits instead (``integer_requantization``: packager/templates/fixed_point_requantize_float32.h.in;
 on rv32imc 128 to 195 instructions per output fewer than soft float). Rounding half to even is computed from `floor`
-(exact for every finite float), not from the C library's current rounding mode; in a bundle a clamped value rounds
-with the bundle's helper of small values instead (the C cast's truncation and a step: no floorf, a library call on
-cortex-m4f; packager/templates/round_half_even_small.h.in).
+(exact for every finite float, independent of the rounding mode); in a bundle a clamped value rounds with the
+bundle's helper of small values instead (packager/templates/round_half_even_small.h.in): where the FPU has no
+rounding instruction (cortex-m4f, soft float) one addition of 1.5 * 2^23 in the default rounding mode (round to
+nearest, ties to even: the mode the float products and quotients before it already need to match onnxruntime),
+exact for magnitudes up to 2^22; where it has one (cortex-m55) the same floors.
 
 The accumulator is int32: sum((x - x_zero_point) * (w - w_zero_point)) (+ bias), padding counting as
 the zero point (a padded tap contributes nothing). Scales and zero points are tensors (graph inputs or
@@ -70,14 +72,22 @@ def _expand_round_half_even_small(call: tirx.PrimExpr) -> tirx.PrimExpr:
 
 register_helper_op(ROUND_HALF_EVEN_SMALL_OP, ROUND_HALF_EVEN_SMALL, _expand_round_half_even_small)
 
+ROUND_HALF_EVEN_SMALL_MAX = 1 << 22
+"""The largest magnitude the bundle's rounding helper of small values takes (round_half_even_small.h.in's
+contract: value + 1.5 * 2^23 must stay within [2^23, 2^24))."""
+
 
 def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype: str) -> tirx.PrimExpr:
     """ONNX's saturate(round(value) + zero_point) in ``dtype`` (float32 ``value``, int32 ``zero_point``):
     clamped to [min - zero_point, max - zero_point] in float32 first (so no cast overflows; rounding is
     monotone and keeps integers, so clamping first equals clamping after), then rounded half to even by the
-    bundle's helper of small values (packager/templates/round_half_even_small.h.in: the C cast's truncation and
-    a step, no floorf, which is a library call on cortex-m4f), ``round_half_to_even``'s floors elsewhere."""
+    bundle's helper of small values (packager/templates/round_half_even_small.h.in: one addition of 1.5 * 2^23 in
+    the default rounding mode where the FPU cannot round, no floorf, a library call on cortex-m4f),
+    ``round_half_to_even``'s floors elsewhere. The helper's contract is a magnitude of at most 2^22 (beyond it the
+    result is wrong, not only inexact): the clamp keeps every value within [min - zero_point, max - zero_point], at
+    most ``dtype``'s span from 0 for a zero point in ``dtype``'s range, so ``dtype`` may span no more than 2^22."""
     info = np.iinfo(dtype)
+    assert int(info.max) - int(info.min) <= ROUND_HALF_EVEN_SMALL_MAX, f"{dtype}: clamp bounds past the helper's 2^22"
     low = (tirx.const(int(info.min), "int32") - zero_point).astype("float32")
     high = (tirx.const(int(info.max), "int32") - zero_point).astype("float32")
     clamped = tirx.max(tirx.min(value, high), low)

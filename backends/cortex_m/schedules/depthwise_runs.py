@@ -98,15 +98,15 @@ for _bias in BIAS_TYPES:
                          functools.partial(dsp_depthwise_pixel_helper_name, bias=_bias, tail=True),
                          DEPTHWISE_TILES_ACCESS)
 TAIL_SAVED_PER_TAP = 8
+"""The instructions a call of the tail form saves against the last tile overlapping (PIXEL_OPS) per window tap: the
+tile's input word, weight word, four SXTB16 and four SMLAxy against one channel's two LDRSB and SMLABB."""
 TAIL_SAVED = 20
-"""The instructions a call of the tail form saves against the last tile overlapping (PIXEL_OPS): per window tap
-(the tile's input word, weight word, four SXTB16 and four SMLAxy against one channel's two LDRSB and SMLABB) and
-besides (three requantizations against the lone channel's row loop). Cortex-m4f, unseen ds_cnn_w33_45x13_int8's 3x3
-layer over 23x7x33: 93 a pixel (227,858 -> 212,841 instructions, 4.8 -> 4.5 per MAC; the model 1,815,337 ->
-1,770,286)."""
-TAIL_CODE_BYTES = 110
-"""The code the tail form adds to a kernel (the lone channel's window and requantization, inlined; that layer's
-bundle 4,184 -> 4,288 B)."""
+"""The instructions a call of the tail form saves besides its taps: three requantizations against the lone channel's
+row loop. Cortex-m4f, unseen ds_cnn_w33_45x13_int8's 3x3 layer over 23x7x33, both figures together: 93 a pixel
+(227,858 -> 212,841 instructions, 4.8 -> 4.5 per MAC; the model 1,815,337 -> 1,770,286)."""
+TAIL_CODE_BYTES = 104
+"""The code the tail form adds to a kernel, bytes: the lone channel's window and requantization, inlined (that
+layer's bundle 4,184 -> 4,288 B)."""
 
 
 def tail_pays(channels: int, taps: int, calls: int) -> bool:
