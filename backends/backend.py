@@ -341,10 +341,10 @@ class KernelSchedules:
     """The core's own kernel of int8 BATCH_MATMUL (operands and keywords as `tvm_ext.kernels.batch_matmul_int8`'s),
     which the int8 lowering writes where it gives one (a TE tensor; None where it does not fit that product: the
     generic kernel then), or None: the generic kernel."""
-    int8_window_sums: Optional[tuple[str, str, str, str, str]] = None
+    int8_window_sums: Optional[tuple[str, ...]] = None
     """The core's word ops of int8 window sums (`tvm_ext.kernels.window_sums.WordOps`: a word load, two 16-bit
-    pair additions, the pairs' store as int16 in channel order and as the averages of 2^shift taps, registered
-    helper calls), with which the int8 lowering writes AVERAGE_POOL_2D, MEAN and SUM as
+    pair additions, the pairs' store as int16 in channel order and as the averages of 2^shift taps, a half's
+    rescaling where it lies, registered helper calls), with which the int8 lowering writes AVERAGE_POOL_2D, MEAN and SUM as
     sums four channels a word where they fit (the generic kernels elsewhere), or None: the generic kernels."""
     few_channel_conv: Optional[Callable[..., Any]] = None
     """The core's own kernel of an int8 CONV_2D whose window reads few input channels (an RGB stem; a

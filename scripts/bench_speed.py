@@ -15,7 +15,8 @@ calls (from the bundle's per-call report, counted by its profiling build): instr
 share of the whole inference, instructions per MAC, so a reader sees which kernel holds a model back. Last,
 per kernel kind (packager/kernel_kinds.py), the worst layer over those models and over a generated sweep of layer shapes
 (scripts/layer_sweep.py; `--sweep full` for every combination, `none` for none): its instructions per unit
-(MAC, or byte for kinds without MACs) against the kind's target, and how many layers are more than 1.5x above it.
+(MAC, or byte for kinds without MACs) against the kind's target, how many layers are more than 1.5x above it, and the
+instructions the kind's layers spend above its target in all (what reaching it would save: where to start).
 The zoo models' (../shared/models/zoo) TFLM + CMSIS-NN figures are read from ../shared/docs/zoo-under-qemu.json.
 `--only NAME [NAME ...]` selects models by file stem (names apart or joined by commas, as in bench_memory.py:
 scripts/model_selection.py).
@@ -114,7 +115,7 @@ HOT_COLUMNS = ("model", "step", "layer(s)", "operator", "kernel", "instructions"
 
 
 KIND_COLUMNS = ("kind", "unit", "target", "worst instr. / unit", "x target", "worst layer", "layers over 1.5x",
-                "MACs not counted")
+                "instr. over target", "MACs not counted")
 
 
 @dataclass(frozen=True)
@@ -216,9 +217,21 @@ def kind_rows(layers: list[Layer]) -> list[str]:
                       f"{facts['times_target']:.1f}" if facts["times_target"] is not None else "-",
                       f"{worst.model} step {call['step']} `{call['kernel']}` ({shapes})"]
         cells += [f"{sum(m.call['kind']['over_target'] for m in members)} of {len(members)}",
+                  f"{sum(_over_target(m) for m in rated):,}",
                   str(sum(not m.call["kind"]["macs_counted"] for m in members))]
         rows.append("| " + " | ".join(cells) + " |")
     return rows
+
+
+def _over_target(layer: Layer) -> int:
+    """The instructions a layer spends above its kind's target (its instructions less the target times its units
+    of work; 0 at or under the target, or without one): summed over a kind, where its work over target sits, to
+    rank the kinds by what reaching their targets would save (a worst ratio may be a layer of a few hundred)."""
+    facts = layer.call["kind"]
+    target = facts.get("target_instructions_per_unit")
+    if not target:
+        return 0
+    return max(0, round(layer.call["instructions"] - target * facts["work"]))
 
 
 def _badness(layer: Layer) -> tuple[bool, float]:

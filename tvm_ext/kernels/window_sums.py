@@ -16,7 +16,9 @@ at a time (`_Window.chunked`), each chunk's halves added to four int32 sums. A M
 outputs are the generic kernels' to the bit. The channels after the last block of four add a byte per tap. A window
 of at most GENERIC_TAPS taps keeps the generic kernel (one expression of its taps per output: about as fast, and
 less code), except an average pool's of 2, 4 or 8 taps over the full int8 range, whose blocks' four averages the
-backend stores at once (`average_pool_words`).
+backend stores at once (`average_pool_words`), and a MEAN's (SUM's) over runs of whole blocks where its outputs
+rescaled from their halves where they lie pay their code (`LaneScale`, `scale_pays`: the halves started at the
+centring, each output one SMLAWB or SMLAWT and one SSAT).
 
 An unpadded int8 average pool stepping one column (its windows overlap along the row) takes column sums instead
 (`average_pool_columns`): per output row, its window's rows summed once for every element of the input row, then each
@@ -42,19 +44,23 @@ from typing import Callable, Optional, Sequence
 
 from tvm import te, tirx
 
+from backends.code_price import INSTRUCTIONS_PER_BYTE
+
 from ..tir.extern_stage import element_address, extern_from_zero, row_major_indices
 from .fixed_point import Rounding, clamp_to_type
 from .pool import UNROLLED_TAPS
 from .quant_params import ActivationRange
 from .reduce import rescaled
 
-WordOps = tuple[str, str, str, str, str]
+WordOps = tuple[str, str, str, str, str, str, str]
 """The backend's ops of the sums (`backends.backend.KernelSchedules.int8_window_sums`), by name: word(p), the int32
 of the four int8 p[0..3] (p[0] lowest; a pointer argument: its helper's access record names those four); pairs(acc,
 word), acc's two 16-bit halves plus bytes 0 and 2 of word sign-extended, each half modulo 2^16 (SXTAB16);
 pairs_ror8(acc, word), the same with bytes 1 and 3; store_halves(p, even, odd), the int16 p[0..3] = even's low half,
 odd's, even's high half, odd's (a block's four sums in channel order; its record names p[0..3]); store_average(p,
-even, odd, shift), the int8 p[0..3] = TFLite's averages of those halves as sums of 2^shift taps (1 <= shift <= 8)."""
+even, odd, shift), the int8 p[0..3] = TFLite's averages of those halves as sums of 2^shift taps (1 <= shift <= 8);
+scale_low(pairs, multiplier, addend) and scale_high(...), floor(multiplier * h / 2^16) + addend of pairs' low (high)
+16-bit half h, signed (SMLAWB, SMLAWT)."""
 
 PAIR_TAPS = 256
 """The most taps a window's 16-bit halves hold exactly (256 * -128 = -32768); a larger window keeps the generic
@@ -117,6 +123,7 @@ class _Builder:
     def __init__(self, src: tirx.Buffer, out: tirx.Buffer, index: str, ops: WordOps) -> None:
         self.src, self.out, self.index = src, out, index
         self.word_op, self.pairs_ops, self.store_op, self.average_op = ops[0], ops[1:3], ops[3], ops[4]
+        self.scale_ops = ops[5:7]
         self.names = iter(range(1 << 30))
 
     def const(self, value: int) -> tirx.PrimExpr:
@@ -152,13 +159,15 @@ class _Builder:
 
         return self.loop("r", window.rows, row)
 
-    def block_sums(self, start: tirx.PrimExpr, window: _Window, widest: int = UNROLLED_STEP
+    def block_sums(self, start: tirx.PrimExpr, window: _Window, widest: int = UNROLLED_STEP, lift: int = 0
                    ) -> tuple[list[tirx.Stmt], tirx.Buffer]:
         """The statements summing the four channels at `start` (element k of a word: channel k) over the window into
         a local pair of words: one word per tap, SXTAB16 of bytes 0 and 2 into the first's halves (channels 0, 2),
-        of bytes 1 and 3 into the second's (channels 1, 3); and that pair."""
+        of bytes 1 and 3 into the second's (channels 1, 3), each half starting at `lift` (modulo 2^16); and that
+        pair."""
         pairs = tirx.decl_buffer((2,), "int32", name="pairs", scope="local")
-        zero = tirx.const(0, "int32")
+        half = lift & 0xFFFF
+        zero = tirx.const((half | half << 16) - (1 << 32 if half & 0x8000 else 0), "int32")
 
         def add(offsets: list[tirx.PrimExpr]) -> list[tirx.Stmt]:
             words = [(self.var("w", "int32"), tirx.call_intrin("int32", self.word_op, element_address(self.src, at)))
@@ -184,18 +193,23 @@ class _Builder:
                      self._taps(start, window, add), total(tirx.BufferLoad(acc, at))])
 
     def run(self, out_start: tirx.PrimExpr, src_start: tirx.PrimExpr, channels: int, window: _Window,
-            output: Callable[[tirx.PrimExpr], tirx.PrimExpr], average_shift: Optional[int] = None) -> tirx.Stmt:
+            output: Callable[[tirx.PrimExpr], tirx.PrimExpr], average_shift: Optional[int] = None,
+            scale: Optional["LaneScale"] = None) -> tirx.Stmt:
         """out[out_start + i] = output(sum of channel i over the window from src_start) for i < channels: blocks of
         four channels, each block's outputs one loop over its pair of words (the low half of the first, then the
         pair rotated: the second, then both high halves), or with `average_shift` (`output` TFLite's average of
-        2^average_shift taps, full range) one store of the four averages (the backend's store_average); then a loop
-        over the rest, a byte per tap: one copy of each form's code."""
+        2^average_shift taps, full range) one store of the four averages (the backend's store_average), or with
+        `scale` (a MEAN's output, `LaneScale`) the four outputs one after another, each from its half where it lies;
+        then a loop over the rest, a byte per tap: one copy of each form's code."""
         def block(j: tirx.PrimExpr) -> tirx.Stmt:
             first = j * self.const(4)
             if window.taps > PAIR_TAPS:
                 return self.chunked_block(out_start + first, src_start + first, window, output)
-            sums, pairs = self.block_sums(src_start + first, window)
+            sums, pairs = self.block_sums(src_start + first, window, lift=0 if scale is None else scale.lift)
             at = [self.const(0)], [self.const(1)]
+            if scale is not None:
+                return _seq([*sums, *(self.store(out_start + first + self.const(k), scale.output(
+                    tirx.BufferLoad(pairs, at[k % 2]), k >= 2, self.scale_ops[k >= 2])) for k in range(4))])
             if average_shift is not None:
                 return _seq([*sums, tirx.Evaluate(tirx.call_intrin(
                     "int32", self.average_op, element_address(self.out, out_start + first),
@@ -260,6 +274,76 @@ class _Builder:
             return _seq([*sums, self.store(out_at, output(total))])
         return _seq([*sums, self.byte_sum(src_start + self.const(4 * words), tail,
                                           lambda bytes_: self.store(out_at, output(total + bytes_)))])
+
+
+@dataclass(frozen=True)
+class LaneScale:
+    """A MEAN's int8 output from a block's 16-bit half h where it lies (`lane_scale`): the half started at `lift`
+    (-input zero point x taps), so h is the centred sum x; the output is clamp((floor(multiplier * x / 2^16) +
+    addend - [x < 0] * 2^15 where `signed`) >> shift) to int8, the scale op one SMLAWB or SMLAWT."""
+
+    lift: int
+    multiplier: int
+    addend: int
+    shift: int
+    signed: bool
+
+    def output(self, pairs: tirx.PrimExpr, high: bool, op: str) -> tirx.PrimExpr:
+        """The output of `pairs`' low (`high`: high) half, through the backend's scale op `op`."""
+        scaled = tirx.call_intrin("int32", op, pairs, tirx.const(self.multiplier, "int32"),
+                                  tirx.const(self.addend, "int32"))
+        if self.signed:  # the half's sign bit, as 2^15
+            sign = tirx.shift_right(pairs, tirx.const(16, "int32")) if high else pairs
+            scaled = scaled - tirx.bitwise_and(sign, tirx.const(1 << 15, "int32"))
+        return clamp_to_type(tirx.shift_right(scaled, tirx.const(self.shift, "int32")), -128, 127, "int8")
+
+
+def lane_scale(count: int, input_zero_point: int, output_zero_point: int, multiplier: int, shift: int,
+               rounding: Rounding) -> Optional[LaneScale]:
+    """TFLite's int8 MEAN output of the sum of `count` int8 taps (`tvm_ext.kernels.reduce.rescaled`: the centred
+    sum x = sum - input_zero_point * count, MultiplyByQuantizedMultiplier(x, multiplier, shift) with DOUBLE
+    rounding, plus output_zero_point, clamped) as a `LaneScale`, or None where its proof's bounds fail (SINGLE
+    rounding, a left shift, |x| >= 2^15, a total shift over 31, a sum outside int32). The proof, for e = -shift:
+    SaturatingRoundingDoublingHighMul(x, m) = floor((x * m + 2^30) / 2^31) = floor((t + 2^14) / 2^15) with t =
+    floor(x * m / 2^16) (its low 16 bits add less than one unit to t + 2^14, an integer); RoundingDivideByPOT(h, e)
+    = floor((h + 2^(e-1) - [h < 0]) / 2^e) for e >= 1 (h itself for e = 0), and [h < 0] may be read as [x < 0] (they
+    differ only where h = 0, whose rounding is 0 either way); nested floors of integers by powers of two are one
+    floor, so the output before its clamp is floor((t + 2^14 + (2^(e-1) + zero point * 2^e - [x < 0]) * 2^15) /
+    2^(15 + e)). Tested on every sum against the generic expression (tests/tvm_ext/kernels/test_window_sums.py)."""
+    low, high = (-128 - input_zero_point) * count, (127 - input_zero_point) * count
+    right = -shift
+    if rounding is not Rounding.DOUBLE or right < 0 or multiplier < 0 or max(-low, high) >= 1 << 15 or right > 16:
+        return None
+    rounded = output_zero_point if right == 0 else (1 << (right - 1)) + (output_zero_point << right)
+    addend = (1 << 14) + (rounded << 15)
+    if max(-low, high) * multiplier // (1 << 16) + 1 + abs(addend) + (1 << 15) >= 1 << 31:
+        return None
+    return LaneScale(-input_zero_point * count, multiplier, addend, 15 + right, right > 0 and low < 0)
+
+
+SCALE_BLOCK_INSTRUCTIONS = (3, 16)
+"""A block of four MEAN outputs over `count` taps as scaled lanes, instructions (a, b): a * count + b, a word and two
+SXTAB16 a tap, then per output one SMLAWB / SMLAWT, one SSAT (which takes the shift) and a byte store, and the loop;
+two more per output where the centred sum may be negative (its sign bit taken off). The generic kernel's output
+(GENERIC_INSTRUCTIONS) a byte load and an add a tap. Measured on cortex-m4f (gcc 12.2 -O2):
+mobilenet_v2_050_64_int8's MEAN of 2x2 pixels of 1,280 channels 28 instructions a block (8,971 for the call),
+generic 14 an output (17,932)."""
+GENERIC_INSTRUCTIONS = (2, 6)
+"""The generic kernel's output of a MEAN over `count` taps, instructions (a, b): a * count + b (above)."""
+SCALE_CODE_BYTES = (6, 32, 32)
+"""The code the scaled lanes add against the generic kernel, bytes (a, b, c): a * count + b, c more where the
+centred sum may be negative: mobilenet_v2_050_64_int8's MEAN kernel 68 -> 124 B over 4 taps (cortex-m4f)."""
+
+
+def scale_pays(outputs: int, count: int, signed: bool) -> bool:
+    """Whether a MEAN of `outputs` outputs (per call) over `count` taps saves, as scaled lanes (`LaneScale`), what
+    their code costs at the backends' one price of code (SCALE_BLOCK_INSTRUCTIONS, GENERIC_INSTRUCTIONS,
+    SCALE_CODE_BYTES, `backends.code_price.INSTRUCTIONS_PER_BYTE`): mobilenet_v2_050_64_int8's MEAN of 1,280
+    channels over 2x2 pixels pays (8,961 instructions for 56 B), a MEAN of 64 channels does not."""
+    generic = GENERIC_INSTRUCTIONS[0] * count + GENERIC_INSTRUCTIONS[1]
+    scaled = (SCALE_BLOCK_INSTRUCTIONS[0] * count + SCALE_BLOCK_INSTRUCTIONS[1]) / 4 + (2 if signed else 0)
+    code = SCALE_CODE_BYTES[0] * count + SCALE_CODE_BYTES[1] + (SCALE_CODE_BYTES[2] if signed else 0)
+    return outputs * (generic - scaled) >= code * INSTRUCTIONS_PER_BYTE
 
 
 AVERAGE_BIAS = 129
@@ -409,14 +493,21 @@ def mean_words(data: te.Tensor, *, ops: WordOps, axes: Sequence[int], keepdims: 
     four elements a word (module docstring), or None where they do not fit: data not int8, reduced axes not
     adjacent, no output axis, or more than PAIR_TAPS taps per word lane (a run of channels: no divisor of its taps
     within PAIR_TAPS but 1, `_Window.chunked`: cortex-m4f, mobilenet_v3s_050_96's MEAN of 24x24 pixels of 16
-    channels a chunk of 192 pixels at a time, 2.3 -> 1.0 instructions per input byte)."""
+    channels a chunk of 192 pixels at a time, 2.3 -> 1.0 instructions per input byte), or at most GENERIC_TAPS taps
+    but where its runs are whole blocks and their outputs scaled where they lie (`lane_scale`) pay (`scale_pays`:
+    cortex-m4f, mobilenet_v2_050_64_int8's MEAN of 2x2 pixels of 1,280 channels 3.5 -> 1.8 instructions per input
+    byte, 17,932 -> 8,971, for 56 B)."""
     shape = [int(d) for d in data.shape]
     runs = _runs(shape, axes)
     out_shape = [1 if axis in axes else extent for axis, extent in enumerate(shape) if keepdims or axis not in axes]
     if str(data.dtype) != "int8" or runs is None or not out_shape:
         return None
     outer, count, inner = runs
-    if not GENERIC_TAPS < count or (count // 4 if inner == 1 else 0) > PAIR_TAPS or (
+    scale = lane_scale(count, input_zero_point, output_zero_point, multiplier, shift, rounding) \
+        if count <= GENERIC_TAPS and inner > 1 and inner % 4 == 0 and len(ops) > 5 else None
+    if scale is not None and not scale_pays(outer * inner, count, scale.signed):
+        scale = None
+    if (count <= GENERIC_TAPS and scale is None) or (count // 4 if inner == 1 else 0) > PAIR_TAPS or (
             inner > 1 and count > PAIR_TAPS and _Window(1, 0, count, inner).chunked() is None):
         return None
     output = rescaled(count, input_zero_point, output_zero_point, multiplier, shift, rounding, "int8")
@@ -427,7 +518,8 @@ def mean_words(data: te.Tensor, *, ops: WordOps, axes: Sequence[int], keepdims: 
         if inner == 1:  # a reduction over the innermost axes: the elements themselves four a word
             return runs_.loop("o", outer, lambda o: runs_.consecutive(o, o * c(count), count, output))
         window = _Window(1, 0, count, inner)
-        return runs_.loop("o", outer, lambda o: runs_.run(o * c(inner), o * c(count * inner), inner, window, output))
+        return runs_.loop("o", outer, lambda o: runs_.run(o * c(inner), o * c(count * inner), inner, window, output,
+                                                          scale=scale))
 
     return extern_from_zero(out_shape, [data], build, "mean_or_sum_int8")
 

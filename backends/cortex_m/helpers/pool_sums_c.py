@@ -66,3 +66,20 @@ def pool_average_helper_c(prefix: str) -> str:
 POOL_AVERAGE_HELPERS = HelperLibrary("cortex_m_pool_average", pool_average_helper_c)
 """The packed averages' library (`templates/pool_average.h.in`, `<prefix>_pool_store_average`): defined by a bundle
 whose kernels call it (an average pool of 2^shift taps a window, four channels a word)."""
+
+
+POOL_SCALE_TEMPLATE = "pool_scale.h.in"
+SCALE_LOW, SCALE_HIGH = "scale_low", "scale_high"
+"""The MEAN's rescaling of one 16-bit half of a block's sums: floor(multiplier * half / 2^16) + addend (SMLAWB and
+SMLAWT: the half read where it lies, no extraction)."""
+
+
+def pool_scale_helper_c(prefix: str) -> str:
+    """The C definition of the halves' rescaling for the bundle `prefix`."""
+    return helper_template_c(__package__, POOL_SCALE_TEMPLATE, prefix)
+
+
+POOL_SCALE_HELPERS = HelperLibrary("cortex_m_pool_scale", pool_scale_helper_c)
+"""The halves' rescaling library (`templates/pool_scale.h.in`, `<prefix>_pool_scale_low` and `_high`): defined by a
+bundle whose kernels call it (an int8 MEAN over few taps, four channels a word), so the other bundles keep their
+bytes."""

@@ -44,9 +44,9 @@ from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.pointwise_few_c import POINTWISE_FEW_TEMPLATE, pointwise_few_helper_c
-from backends.cortex_m.helpers.pool_sums_c import (POOL_AVERAGE_TEMPLATE, POOL_COLUMNS_TEMPLATE, POOL_SUMS_TEMPLATE,
-                                                   pool_average_helper_c, pool_columns_helper_c,
-                                                   pool_sums_helper_c)
+from backends.cortex_m.helpers.pool_sums_c import (POOL_AVERAGE_TEMPLATE, POOL_COLUMNS_TEMPLATE, POOL_SCALE_TEMPLATE,
+                                                   POOL_SUMS_TEMPLATE, pool_average_helper_c, pool_columns_helper_c,
+                                                   pool_scale_helper_c, pool_sums_helper_c)
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT1_TEMPLATE, ROW_DOT_TEMPLATE
@@ -258,6 +258,8 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("pool_sums", (POOL_SUMS_TEMPLATE, POOL_COLUMNS_TEMPLATE)),
     # the average pool's packed averages against TFLite's rounding of every sum: SSUB16, SADD16 under QEMU
     HelperUnitTest("pool_average", (POOL_AVERAGE_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_POOL_AVERAGE_DSP"),
+    # the MEAN's rescaling of a half where it lies against the 64-bit product: SMLAWB, SMLAWT under QEMU
+    HelperUnitTest("pool_scale", (POOL_SCALE_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_POOL_SCALE_DSP"),
     # the DSP fused depthwise channel tiles (window sums from the biases and epilogue) against the plain sums and
     # the scalar helpers
     HelperUnitTest("depthwise_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
@@ -423,7 +425,8 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                           ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_mac_rows_c(prefix),
                            HELIUM_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix)
-                           + pool_columns_helper_c(prefix) + pool_average_helper_c(prefix), None),
+                           + pool_columns_helper_c(prefix) + pool_average_helper_c(prefix)
+                           + pool_scale_helper_c(prefix), None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pointwise_few_helper_c(prefix),
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_spread_helpers_c(prefix),

@@ -36,4 +36,4 @@ def test_unmeasured_calls_are_left_out_of_the_per_kind_table() -> None:
 def test_measured_calls_are_ranked_per_kind() -> None:
     rows = bench_speed.kind_rows(bench_speed.layers_of("m", _manifest(measured=True)))
     assert rows == ["| fully connected | MAC | 1.5 | 20.0 | 13.3 | m step 0 `m_fully_connected_16` (1x1 -> 1x16) "
-                    "| 1 of 1 | 0 |"]
+                    "| 1 of 1 | 296 | 0 |"]

@@ -61,15 +61,18 @@ QUANTIZATIONS = (
 
 # Reductions of the DSP cores' window sums (tvm_ext.kernels.window_sums) beside REDUCTIONS' forms: runs of
 # channels in blocks of four and a rest, the innermost axis four a word with and without a rest, and counts the sums
-# leave to the generic kernel (at most nine, more than the 16-bit halves hold).
+# leave to the generic kernel (at most nine, more than the 16-bit halves hold), and MEANs / SUMs of few taps over
+# many channels whose outputs come from their halves where they lie (window_sums.LaneScale).
 DSP_REDUCTIONS = REDUCTIONS + (
     Reduction((1, 6, 6, 20), (1, 2), False),  # 36 taps of 20 channels
     Reduction((1, 4, 4, 384), (1, 2), False),  # an EfficientNet's head: 16 taps of 384 channels
     Reduction((1, 64, 48), (2,), True),  # the innermost axis: twelve words a row
     Reduction((2, 10, 23), (-1,), False),  # ... five words and three bytes
     Reduction((1, 100, 64), (1,), False),  # a TCN's MEAN over time: 100 taps
-    Reduction((1, 2, 2, 1280), (1, 2), False),  # four taps (generic)
+    Reduction((1, 2, 2, 1280), (1, 2), False),  # four taps (generic: a centred sum of either sign does not pay)
     Reduction((1, 20, 20, 4), (1, 2), True),  # 400 taps (generic)
+    Reduction((1, 2, 2, 1024), (1, 2), False),  # four taps, input zero point -128: lanes scaled where they lie
+    Reduction((1, 3, 3, 1152), (1, 2), False),  # nine taps, input zero point 10: ... their sign bits taken off
 )
 
 
@@ -124,9 +127,10 @@ def assert_window_sums_bit_exact_on_cortex_m4f(model: Model, tmp_path) -> str:
 @pytest.mark.parametrize(("builtin", "output_scale_factor"), [("MEAN", 1.0), ("SUM", 8.0)])
 def test_mean_and_sum_of_a_dsp_core_are_bit_exact_with_tflite_micro(builtin, output_scale_factor, tmp_path):
     """cortex-m4f's window sums four elements a word, every form of DSP_REDUCTIONS (those the sums do not take keep
-    the generic kernel)."""
-    assert_window_sums_bit_exact_on_cortex_m4f(reduction_model(builtin, output_scale_factor,
-                                                               reductions=DSP_REDUCTIONS), tmp_path)
+    the generic kernel), the scaled lanes among them in both forms."""
+    kernels = assert_window_sums_bit_exact_on_cortex_m4f(reduction_model(builtin, output_scale_factor,
+                                                                         reductions=DSP_REDUCTIONS), tmp_path)
+    assert "_pool_scale_low(" in kernels and "_pool_scale_high(" in kernels and "& 32768)" in kernels, kernels
 
 
 UNCHANGED_QUANTIZATIONS = tuple((in_quant, in_quant) for in_quant, _ in QUANTIZATIONS)  # TFLM's REDUCE_MAX/MIN
