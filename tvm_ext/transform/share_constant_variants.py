@@ -21,7 +21,8 @@ by): an UNPACK's pieces that stay copies (unaligned for a view) share one kernel
 
 A group is shared only where that pays at the code price (`Group.pays`): the code of the kernels dropped
 (`kernel_bytes`), less the constants' arrays and every call's extra argument, against the loads of the constants
-every call runs. A backend's choices made per kernel for the whole bundle see each paying group as the one kernel it
+every call runs: once at the kernel's entry where each loop's constants and own values fit in the core's registers
+(`_entry_or_use`), else where used. A backend's choices made per kernel for the whole bundle see each paying group as the one kernel it
 becomes (`shared_groups`, tvm_ext.lower.bundle_choice).
 """
 
