@@ -21,7 +21,8 @@ by): an UNPACK's pieces that stay copies (unaligned for a view) share one kernel
 
 A group is shared only where that pays at the code price (`Group.pays`): the code of the kernels dropped
 (`kernel_bytes`), less the constants' arrays and every call's extra argument, against the loads of the constants
-every call runs. A backend's choices made per kernel for the whole bundle see each paying group as the one kernel it
+every call runs: once at the kernel's entry where each loop's constants and own values fit in the core's registers
+(`_entry_or_use`), else where used. A backend's choices made per kernel for the whole bundle see each paying group as the one kernel it
 becomes (`shared_groups`, tvm_ext.lower.bundle_choice).
 """
 
@@ -290,6 +291,28 @@ def constant_loads(shared: tirx.PrimFunc) -> int:
     return count(shared.body, 1)
 
 
+def constants_across_loops(shared: tirx.PrimFunc) -> int:
+    """The most registers one loop of `shared` (a kernel of constants loaded at its entry, `_loaded_once`) holds
+    across its passes: the constants' local values its body reads, and its own (each buffer it reads or writes, a
+    pointer; its and its outer loops' counters); loops of one pass are none. 0 where no loop reads a constant."""
+    loaded = [node.var for node in walk(shared.body) if isinstance(node, tirx.Bind)
+              and isinstance(node.value, tvm.ir.TensorLoad) and node.value.source.name == CONSTANTS_ROLE]
+
+    def held(stmt, counters: int) -> int:
+        if isinstance(stmt, tirx.For) and not (isinstance(stmt.extent, tirx.IntImm) and int(stmt.extent.value) == 1):
+            counters += 1
+            nodes = list(walk(stmt.body))
+            constants = {k for node in nodes if isinstance(node, tirx.Var) for k, var in enumerate(loaded)
+                         if node.same_as(var)}
+            buffers = {node.buffer.name for node in nodes if isinstance(node, tirx.BufferStore)} \
+                | {node.source.name for node in nodes if isinstance(node, tvm.ir.TensorLoad)}
+            own = len(constants) + len(buffers) + counters if constants else 0
+            return max([own, *(held(child, counters) for child in children(stmt) if isinstance(child, tirx.Stmt))])
+        return max([0, *(held(child, counters) for child in children(stmt) if isinstance(child, tirx.Stmt))])
+
+    return held(shared.body, 0)
+
+
 @dataclass(frozen=True)
 class Group:
     """Kernels (GlobalVar names, call order) equal but for some immediates of their templates: `slot_of` maps
@@ -390,6 +413,15 @@ def shared_kernel(func: tirx.PrimFunc, group: Group, roles: Sequence[str], at_en
     return shared.with_attr(OPERAND_ROLES_ATTR, [*roles, CONSTANTS_ROLE])
 
 
+def _entry_or_use(func: tirx.PrimFunc, group: Group, roles: Sequence[str], code: KernelCode) -> tirx.PrimFunc:
+    """The shared kernel of `group` (`shared_kernel`) for the core of `code`: its constants loaded once at its entry
+    where every loop's values fit in the core's registers (`constants_across_loops` against `code.registers`), else
+    where used. kws_gru_40x16_int8's GRU gate chain on cortex-m55, 33 constants in one loop over 48 elements: at its
+    entry, code 6,884 -> 6,992 B and instructions 408,794 -> 416,828 (spilled)."""
+    kernel = shared_kernel(func, group, roles, at_entry=code.registers > 0)
+    return kernel if constants_across_loops(kernel) <= code.registers else shared_kernel(func, group, roles)
+
+
 def _loaded_once(body: tirx.Stmt, buffer: tirx.Buffer) -> tirx.Stmt:
     """`body` with each slot of the constants ``buffer`` its stored values and helper calls read loaded once, into a
     local value at the kernel's entry (inside its root block): an int8 store may alias the constants (C's character
@@ -443,7 +475,7 @@ def _paying_groups(mod: tvm.IRModule, code: KernelCode) \
     """Each paying group of the kernels `main` calls (`constant_groups` of their inputs in first-read order,
     `in_first_read_order`, then of the kernels left with their index offsets too; `Group.pays` priced for all the
     calls of its members, their code estimated for the core of `code`: `kernel_bytes`) with its shared kernel
-    (`shared_kernel`), and each kernel's input order."""
+    (`_entry_or_use`), and each kernel's input order."""
     main = mod["main"]
     funcs, orders, operands_of = {}, {}, {}
     for binding in _calls(main):
@@ -460,8 +492,8 @@ def _paying_groups(mod: tvm.IRModule, code: KernelCode) \
             first = group.names[0]
             if len({len(orders[n]) for n in group.names}) != 1:
                 continue
-            kernel = shared_kernel(funcs[first], group, input_roles(
-                funcs[first], [operands_of[first][k] for k in orders[first]]), code.constants_at_entry)
+            kernel = _entry_or_use(funcs[first], group, input_roles(
+                funcs[first], [operands_of[first][k] for k in orders[first]]), code)
             if group.pays(kernel_bytes(funcs[first], code), constant_loads(kernel), sum(calls[n] for n in group.names)):
                 shared.append((group, kernel))
     return shared, orders

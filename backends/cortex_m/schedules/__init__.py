@@ -83,6 +83,7 @@ from typing import Optional
 from tvm import tirx
 
 from backends.backend import BundleChoice, KernelSchedules
+from backends.code_price import THUMB2_DSP_KERNEL_CODE, THUMB2_KERNEL_CODE
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_GROUP
 from backends.cortex_m.schedules import pair_tiles
@@ -454,6 +455,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,
         qlinear_conv_fits=fits_qlinear_conv if has_mve(profile) else None,
         qlinear_channels_last=dsp_only,
+        kernel_code=THUMB2_DSP_KERNEL_CODE if has_dsp_extension(profile) else THUMB2_KERNEL_CODE,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)

@@ -329,15 +329,19 @@ def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str
                          for name in kernels if name in own_loops | cold | plain})
 
 
-RV32C_KERNEL_CODE = KernelCode(bytes_per_node=3, constants_at_entry=True)
+RV32C_KERNEL_CODE = KernelCode(bytes_per_node=3, registers=36)
 """RV32IMC's estimate of a kernel's code (`tvm_ext.transform.share_constant_variants.kernel_bytes`): 3 B a node, where
 Thumb-2's 2 (`backends.code_price.THUMB2_KERNEL_CODE`) fell short of what gcc -Os builds for rv32imc by a third and
 more: measured against nm sizes, the ViT layer norms (add_rsqrt_mul_mul_mul_sub_add, 150-162 nodes, 8-10
 requantizations of 32x32 -> 64-bit products by MULH and MUL) 538-620 B where 2 B a node gave 328-352 B (3 B: 478-514),
 vit_tiny_16_int8's, vit2h_d30_b1_24x16_tanh_int8's and vit3h_d36_b2_20_int8's; elementwise ADDs 142-180 B (80-106
-at 2 B, 106-142 at 3 B), transposes 64-92 B (50, 71), means 114-150 B (84-182, 114-257). A shared kernel's constants loaded once at its entry
-(31 registers): rv32imc vit_tiny_16_int8's three layer norms share one kernel (the group's loads per call 15, where
-each element reloaded them: 221 instructions per byte saved), code 1,634 -> 652 B for 769,707 -> 884,815
+at 2 B, 106-142 at 3 B), transposes 64-92 B (50, 71), means 114-150 B (84-182, 114-257). A shared kernel's
+constants loaded once at its entry where a loop holds at most 36 values (`constants_across_loops`; 27 registers,
+x1 and x5-x31 less s0, a frame pointer, and the estimate's counters and pointers gcc folds or reloads; measured:
+at 33, unseen vit2h_d22_b2_24x20_int8's layer norms, 23 constants, at entry 49,155 instructions fewer for 70 B
+more; at 42, kws_gru_40x16_int8's gate chain, 33 constants, where used 84 B less for 1,365 instructions more):
+rv32imc vit_tiny_16_int8's three layer norms share one kernel (the group's loads per call 15, where each element
+reloaded them: 221 instructions per byte saved), code 1,634 -> 652 B for 769,707 -> 884,815
 instructions (117 a byte: the estimate counts the loads, not the values then held in registers)."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import numpy as np
@@ -14,7 +15,7 @@ from backends.riscv.schedules import RV32C_KERNEL_CODE
 from tvm_ext.layers import OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR
 from tvm_ext.tir.tir_walk import walk
 from tvm_ext.transform.share_constant_variants import (CONSTANTS_ROLE, Group, constant_groups, constant_loads,
-                                                       in_first_read_order, kernel_bytes, share_constant_variants,
+                                                       constants_across_loops, in_first_read_order, kernel_bytes, share_constant_variants,
                                                        variable_immediates)
 
 
@@ -273,6 +274,45 @@ def test_constant_loads_count_loop_iterations() -> None:
     constants = te.placeholder((2,), "int32", name=CONSTANTS_ROLE)
     out = te.compute((8,), lambda i: x[i].astype("int32") * constants[0] + constants[1], name="out")
     assert constant_loads(te.create_prim_func([x, constants, out])) == 16
+
+
+def _scaled_sum(scales: tuple[int, ...]):
+    """A TE kernel of int8 x over 8 elements: the sum of (x * scale) >> (k + 1) for the k-th of `scales` (an
+    immediate each)."""
+    def kernel(x: te.Tensor) -> te.Tensor:
+        def value(i):
+            terms = [(x[i].astype("int32") * scale) >> (k + 1) for k, scale in enumerate(scales)]
+            return functools.reduce(lambda a, b: a + b, terms)
+        return te.compute(x.shape, value, name="chain")
+    return kernel
+
+
+def _loaded_at_entry(mod: tvm.IRModule) -> int:
+    """The constants the one shared kernel of `mod` loads once at its entry (its values bound to a load of them)."""
+    name = _called(mod)[0][0]
+    return sum(1 for node in walk(mod[name].body) if isinstance(node, tirx.Bind)
+               and isinstance(node.value, tvm.ir.TensorLoad) and node.value.source.name == CONSTANTS_ROLE)
+
+
+def test_constants_at_entry_where_the_loop_holds_them() -> None:
+    """Two kernels differing in 2 scales, then in 11 (x * s0 + x * s1 + ..., 8 elements). Expected: on a core of 12
+    registers for a loop's values (Thumb-2 with the DSP extension) the 2 constants load once at the shared kernel's
+    entry, beside the loop's pointers to x and the output and its counter (5 held across the loop); the 11
+    (14 held) load where used: gcc spilled constants held beyond its registers (kws_gru_40x16's GRU gate chain on
+    cortex-m55: 33 constants in one loop, more code and more instructions at entry). A core of no such registers
+    (0) loads them where used."""
+    code = KernelCode(bytes_per_node=40, registers=12)
+    two = share_constant_variants(_module([_scaled_sum((3, 5)), _scaled_sum((7, 9))]), code)
+    assert _loaded_at_entry(two) == 2
+    assert constants_across_loops(two[_called(two)[0][0]]) == 5
+    scales = tuple(range(3, 14))
+    many = share_constant_variants(_module([_scaled_sum(scales), _scaled_sum(tuple(s + 20 for s in scales))]), code)
+    assert len({name for name, _ in _called(many)}) == 1 and _loaded_at_entry(many) == 0
+    assert constants_across_loops(
+        share_constant_variants(_module([_scaled_sum(scales), _scaled_sum(tuple(s + 20 for s in scales))]),
+                                KernelCode(bytes_per_node=40, registers=100))["chain"]) == 14
+    assert _loaded_at_entry(share_constant_variants(_module([_scaled_sum((3, 5)), _scaled_sum((7, 9))]),
+                                                    KernelCode(bytes_per_node=40))) == 0
 
 
 def _tiles_call(zero_point: int, channels: int = 4):
