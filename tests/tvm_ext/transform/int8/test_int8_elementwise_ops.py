@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -320,4 +321,6 @@ def test_every_pair_through_the_dsp_kernel_from_tabled_values_is_bit_exact(built
     bundle's C on the host (the helper's portable steps) every pair, its self-test under QEMU random inputs."""
     assert_bit_exact_with_tflite_micro(_every_pair_model(builtin), tmp_path, inputs=EVERY_PAIR, target="cortex-m4f")
     kernels = next((tmp_path / "out").glob("*_kernels.c")).read_text()
-    assert kernels.count("_add_s8_value(") == len(QUANTIZATIONS), kernels
+    definitions = re.findall(r"^void \w+\(", kernels, flags=re.MULTILINE)
+    # every kernel rescales through the helper (layers of equal arithmetic may share one kernel across their constants)
+    assert definitions and kernels.count("_add_s8_value(") == len(definitions), kernels
