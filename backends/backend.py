@@ -341,7 +341,7 @@ class KernelSchedules:
     """The core's own kernel of int8 BATCH_MATMUL (operands and keywords as `tvm_ext.kernels.batch_matmul_int8`'s),
     which the int8 lowering writes where it gives one (a TE tensor; None where it does not fit that product: the
     generic kernel then), or None: the generic kernel."""
-    int8_window_sums: Optional[tuple[str, ...]] = None
+    int8_window_sums: Optional[tuple[str, str, str, str, str, str, str]] = None
     """The core's word ops of int8 window sums (`tvm_ext.kernels.window_sums.WordOps`: a word load, two 16-bit
     pair additions, the pairs' store as int16 in channel order and as the averages of 2^shift taps, a half's
     rescaling where it lies, registered helper calls), with which the int8 lowering writes AVERAGE_POOL_2D, MEAN and SUM as

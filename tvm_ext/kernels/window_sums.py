@@ -504,7 +504,7 @@ def mean_words(data: te.Tensor, *, ops: WordOps, axes: Sequence[int], keepdims: 
         return None
     outer, count, inner = runs
     scale = lane_scale(count, input_zero_point, output_zero_point, multiplier, shift, rounding) \
-        if count <= GENERIC_TAPS and inner > 1 and inner % 4 == 0 and len(ops) > 5 else None
+        if count <= GENERIC_TAPS and inner > 1 and inner % 4 == 0 else None
     if scale is not None and not scale_pays(outer * inner, count, scale.signed):
         scale = None
     if (count <= GENERIC_TAPS and scale is None) or (count // 4 if inner == 1 else 0) > PAIR_TAPS or (

@@ -129,7 +129,7 @@ class LoweringContext:
     int8_batch_matmul: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of int8 BATCH_MATMUL (``backends.backend.KernelSchedules.int8_batch_matmul``; None:
     none)."""
-    int8_window_sums: Optional[tuple[str, ...]] = None
+    int8_window_sums: Optional[tuple[str, str, str, str, str, str, str]] = None
     """The backend's word ops of int8 window sums (``backends.backend.KernelSchedules.int8_window_sums``; None: none)."""
     few_channel_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an int8 CONV_2D whose window reads few input channels
