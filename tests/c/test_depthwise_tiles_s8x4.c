@@ -1,6 +1,7 @@
 /* Unit test of the DSP cores' fused depthwise channel tiles (backends/cortex_m/helpers/templates/
  * depthwise_tiles.h.in after dsp_words.h.in, depthwise_mac.h.in and requantize_small.h.in, with the prefix lp):
- * lp_depthwise_tiles_s8x4, _s8x4_b16, their int16 weights' lp_depthwise_tiles_s8x4w16 (_b16) and the out-of-line
+ * lp_depthwise_tiles_s8x4, _s8x4_b16, their int16 weights' lp_depthwise_tiles_s8x4w16 (_b16), its stepped form
+ * lp_depthwise_tiles_stepped_s8x4w16 (_b16) and the out-of-line
  * copies lp_depthwise_tiles3x3_s8x4w16 (_b16), lp_depthwise_tiles5x5_s8x4w16 (_b16) against the plain sums of the window from the bias and the bundle's scalar
  * requantization (lp_requantize_double_small, lp_saturate_int8), for windows of 1 to 5 rows and columns (the
  * copies: 1 to 5 rows of their columns, as they loop over rows), 0 to 3 tiles of four channels, packed and
@@ -200,16 +201,17 @@ static void test_border(int8_t *x, int8_t *w, int16_t *w16, uint32_t *state, int
     }
 }
 
-/* The helpers of one bias type over int16 weights: inlined, the 3x3 copy, the 5x5 copy (their side: 0, 3, 5). */
+/* The helpers of one bias type over int16 weights: inlined, the 3x3 copy, the 5x5 copy (their side: 0, 3, 5), the
+   stepped form (inlined: side 0). */
 typedef int32_t (*tiles_s8x4)(int8_t *, const int8_t *, const int16_t *, const int32_t *, const int32_t *,
                               const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);
 typedef int32_t (*tiles_s8x4_b16)(int8_t *, const int8_t *, const int16_t *, const int16_t *, const int32_t *,
                                   const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
                                   int32_t);
-static const tiles_s8x4 TILES32[3] = {lp_depthwise_tiles_s8x4w16, lp_depthwise_tiles3x3_s8x4w16,
-                                      lp_depthwise_tiles5x5_s8x4w16};
-static const tiles_s8x4_b16 TILES16[3] = {lp_depthwise_tiles_s8x4w16_b16, lp_depthwise_tiles3x3_s8x4w16_b16,
-                                          lp_depthwise_tiles5x5_s8x4w16_b16};
+static const tiles_s8x4 TILES32[4] = {lp_depthwise_tiles_s8x4w16, lp_depthwise_tiles3x3_s8x4w16,
+                                      lp_depthwise_tiles5x5_s8x4w16, lp_depthwise_tiles_stepped_s8x4w16};
+static const tiles_s8x4_b16 TILES16[4] = {lp_depthwise_tiles_s8x4w16_b16, lp_depthwise_tiles3x3_s8x4w16_b16,
+                                          lp_depthwise_tiles5x5_s8x4w16_b16, lp_depthwise_tiles_stepped_s8x4w16_b16};
 
 /* A 4-byte-aligned buffer of int16 weights. */
 static union {
@@ -241,10 +243,12 @@ int main(void)
                             widened.halves[i] = w[i];
                         }
                         draw_depthwise_constants(bias, bias16, multiplier, shift, MAX_CHANNELS, cases, &state);
-                        for (int32_t helper = 0; helper < 8; ++helper) {
-                            /* int16 weights: inlined, 3x3, 5x5; then int8 ones, inlined; each _b16 too */
+                        for (int32_t helper = 0; helper < 10; ++helper) {
+                            /* int16 weights: inlined, 3x3, 5x5; then int8 ones, inlined; then int16 ones
+                               stepped; each _b16 too */
                             const int narrow = helper % 2 == 1, side = helper < 2 || helper >= 6 ? 0 : (helper < 4 ? 3 : 5);
-                            const int wide = helper < 6;
+                            const int wide = helper < 6 || helper >= 8;
+                            const int32_t form = helper < 6 ? helper / 2 : 3; /* TILES32's, TILES16's */
                             const depthwise_layout l = wide ? l16 : l8;
                             const weights ws = {wide ? NULL : wo, wide ? w16o : NULL};
                             int8_t out[MAX_CHANNELS + GUARD];
@@ -276,11 +280,11 @@ int main(void)
                                           zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride,
                                           rows, cols, channels);
                             } else if (narrow) {
-                                returned = TILES16[helper / 2](g_out, g_x, g_w16, g_bias16, g_multiplier, g_shift,
+                                returned = TILES16[form](g_out, g_x, g_w16, g_bias16, g_multiplier, g_shift,
                                     zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
                                     cols, channels);
                             } else {
-                                returned = TILES32[helper / 2](g_out, g_x, g_w16, g_bias, g_multiplier, g_shift,
+                                returned = TILES32[form](g_out, g_x, g_w16, g_bias, g_multiplier, g_shift,
                                     zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
                                     cols, channels);
                             }

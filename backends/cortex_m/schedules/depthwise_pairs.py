@@ -1,5 +1,5 @@
 """On DSP cores, two interior depthwise pixels per call of the two-pixel fused tiles, where the saved instructions
-pay for the code.
+pay for the code; else the one-pixel call stepping its tiles' pointers, where that pays.
 
 After ``depthwise_tiles`` a depthwise kernel's pixel loops hold, per pixel, the one-pixel fused call
 (``<prefix>_depthwise_tiles_s8x4w16``, inlined: constant sizes), alone or as ``if (tests to the interior) that call
@@ -28,6 +28,17 @@ price, its window rows written out or one loop iteration each (``rolled``: less 
 row), whichever pays more; once per call of the kernel (a kernel called several times by the bundle counts once:
 the choice may miss a pair that would pay, never takes one that does not). The second pixel's outputs and inputs
 are another pixel's of the same kernel and the same sums are computed for each: bit-exact.
+
+Where no pairing pays, the one-pixel call becomes ``<prefix>_depthwise_tiles_stepped_s8x4w16`` (``_b16``;
+``depthwise_tiles.h.in``): the same arguments and sums, its tile loop stepping the outputs', inputs', weights',
+biases', multipliers' and shifts' pointers by a tile where the indexed call takes each as its base plus the tile's
+channel offset through an empty asm (one induction variable, so that gcc keeps no six pointers across the taps):
+inlined into the pixel loops, that form reloads the bases from the stack and adds the offset to each, some 14
+instructions a tile besides the taps and the requantization, the stepped one some 7 (cortex-m4f, gcc 12.2 -O2,
+kws_ref_model's 3x3 layer on 25x5x64: 123 and 116 instructions a tile). It pays where the interior's tile
+iterations (its pixels, the tests evaluated as for the pairs, times the tiles, once per call of the kernel) times
+the instructions saved exceed the code it adds at the code price, for windows of at most ``SteppedCost.max_taps``
+taps (a wider one's pointers spill among its taps): ``SteppedCost``.
 
 Measured on cortex-m4f with the fourteen-register block (both pixels' sums at once, which a build reserving r7
 and r9 could not compile; instructions per inference; code B): efficientnet_lite_w030_112_int8 30,907,374 ->
@@ -60,7 +71,7 @@ from backends.cortex_m.helpers import DEPTHWISE_PAIR_HELPERS
 from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pair_helper_name
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import _region, call_of, flat_offset, pointee
-from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES_W16_OPS, FUSED_ARGS
+from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES_STEPPED_OPS, DSP_TILES_W16_OPS, FUSED_ARGS
 from backends.cortex_m.schedules.dual_mac import _whole
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -129,6 +140,32 @@ class PairCost:
 
 
 PAIR_COST = PairCost()
+
+
+@dataclass(frozen=True)
+class SteppedCost:
+    """What the one-pixel call with its tile's pointers stepped on (``depthwise_tiles.DSP_TILES_STEPPED_OPS``)
+    saves against the indexed one (instructions per tile iteration of an interior pixel) and adds to the kernel's
+    code (bytes), for windows of at most ``max_taps`` taps. Measured on cortex-m4f (arm-none-eabi-gcc 12.2 -O2, every
+    interior call stepped, per call): kws_ref_model's 3x3 layer on 25x5x64 272,481 -> 263,833 instructions (1,104
+    interior tile iterations: 7.8 each), vww_96_int8's on 6x6x128 163,858 -> 159,934 (512: 7.7),
+    str_ww_ref_model's 3x1 on 28x1x40 22,168 -> 20,014 (280: 7.7), its 10x1 on 15x1x128 73,577 -> 69,908 (480:
+    7.6); its 15x1 one (32) 6,196 -> 6,134 and efficientnet_lite_w030_112_int8's 5x5 ones on 7x7x192 791,046 ->
+    791,868 (25 taps: the pointers then spill among the taps). Each kernel's code 4-40 B more (vww_96_int8's
+    kernels 4-22, str_ww_ref_model's 22-40, kws_ref_model's 16)."""
+
+    saved_per_tile: int = 7
+    bytes_added: int = 40
+    max_taps: int = 10
+
+    def pays(self, taps: int, interior_tiles: int, instructions_per_byte: int) -> bool:
+        """Whether a kernel of a window of ``taps`` taps and ``interior_tiles`` interior tile iterations (once per
+        call of the kernel) saves more than its code costs at ``instructions_per_byte``."""
+        return taps <= self.max_taps \
+            and interior_tiles * self.saved_per_tile > self.bytes_added * instructions_per_byte
+
+
+STEPPED_COST = SteppedCost()
 
 
 @dataclass(frozen=True)
@@ -237,14 +274,10 @@ def _choice(nest: list[tirx.For], leaf: _Leaf, cost: PairCost, instructions_per_
         return None
     sizes = {name: int(size) for name, size in sizes.items()}
     extents = [int(loop.extent) for loop in nest]
-    if int(np.prod(extents)) > MAX_GRID or sizes["channels"] % 4:
+    if sizes["channels"] % 4:
         return None
-    grid = np.meshgrid(*(np.arange(extent) for extent in extents), indexing="ij")
-    values = {loop.loop_var: axis for loop, axis in zip(nest, grid)}
-    try:
-        passes = np.broadcast_to(_evaluate(leaf.test, values), grid[0].shape) if leaf.test is not None \
-            else np.ones(grid[0].shape, dtype=bool)
-    except KeyError:
+    passes = _interior(nest, leaf)
+    if passes is None:
         return None
     analyzer = Analyzer()
     for loop in nest:
@@ -276,6 +309,49 @@ def _choice(nest: list[tirx.For], leaf: _Leaf, cost: PairCost, instructions_per_
             if gain > 0 and (best is None or (gain, index) > (best.gain, best.index)):
                 best = _Choice(index, out_step, x_step, rolled, gain, reversed_)
     return best
+
+
+def _interior(nest: list[tirx.For], leaf: _Leaf) -> Optional[np.ndarray]:
+    """Whether each pixel of the loops ``nest`` (constant extents, from 0) runs ``leaf``'s call (its tests passed),
+    over their whole iteration space; None where that is over MAX_GRID pixels or a test is not evaluated."""
+    extents = [int(loop.extent) for loop in nest]
+    if int(np.prod(extents)) > MAX_GRID:
+        return None
+    grid = np.meshgrid(*(np.arange(extent) for extent in extents), indexing="ij")
+    values = {loop.loop_var: axis for loop, axis in zip(nest, grid)}
+    try:
+        return np.broadcast_to(_evaluate(leaf.test, values), grid[0].shape) if leaf.test is not None \
+            else np.ones(grid[0].shape, dtype=bool)
+    except KeyError:
+        return None
+
+
+def _stepped(nest: list[tirx.For], leaf: _Leaf, cost: SteppedCost, instructions_per_byte: int) \
+        -> Optional[tirx.Stmt]:
+    """``nest`` around ``leaf`` with its one-pixel call stepping its tiles' pointers (``SteppedCost``) where that
+    pays, else None."""
+    args = leaf.call.args
+    sizes = [args[FUSED_ARGS[name]] for name in ("rows", "cols", "channels")]
+    if not all(isinstance(size, tirx.IntImm) for size in sizes) \
+            or not all(isinstance(loop.extent, tirx.IntImm) and isinstance(loop.min, tirx.IntImm)
+                       and int(loop.min) == 0 for loop in nest):
+        return None
+    rows, cols, channels = (int(size) for size in sizes)
+    passes = _interior(nest, leaf)
+    if passes is None or not cost.pays(rows * cols, int(np.count_nonzero(passes)) * (channels // 4),
+                                       instructions_per_byte):
+        return None
+    bias = next(bias for bias, op in DSP_TILES_W16_OPS.items() if op == leaf.call.op.name)
+    block = leaf.realize.block
+    call = tirx.Evaluate(tirx.call_intrin("int32", DSP_TILES_STEPPED_OPS[bias], *args))
+    stmt = s_tir.SBlockRealize(leaf.realize.iter_values, leaf.realize.predicate,
+                               s_tir.SBlock([], block.reads, block.writes, block.name_hint, call))
+    if leaf.test is not None:
+        stmt = tirx.IfThenElse(leaf.test, stmt, leaf.other)
+    for outer in reversed(nest):
+        stmt = tirx.For(outer.loop_var, outer.min, outer.extent, outer.kind, stmt, outer.thread_binding,
+                        outer.annotations)
+    return stmt
 
 
 def _pair_block(leaf: _Leaf, first, choice: _Choice, var: tirx.Var) -> s_tir.SBlockRealize:
@@ -327,21 +403,25 @@ def _paired(nest: list[tirx.For], leaf: _Leaf, choice: _Choice) -> tirx.Stmt:
     return stmt
 
 
-def _pairs_call(loop: tirx.For, cost: PairCost, instructions_per_byte: int) -> Optional[tirx.Stmt]:
+def _pairs_call(loop: tirx.For, cost: PairCost, stepped: SteppedCost, instructions_per_byte: int) \
+        -> Optional[tirx.Stmt]:
     """``loop``, the outermost of a perfect nest of pixel loops around a pixel's statement of the module
-    docstring's form, with its best-paying pixel loop in steps of two, else None."""
+    docstring's form, with its best-paying pixel loop in steps of two, else its one-pixel call stepped where that
+    pays, else None."""
     nest = [loop]
     while isinstance(nest[-1].body, tirx.For):
         nest.append(nest[-1].body)
     leaf = _leaf(nest[-1].body)
-    if leaf is None or leaf.other is not None and any(isinstance(node, tirx.For) for node in walk(leaf.other)):
+    if leaf is None:
         return None
-    choice = _choice(nest, leaf, cost, instructions_per_byte)
-    return _paired(nest, leaf, choice) if choice is not None else None
+    pairable = leaf.other is None or not any(isinstance(node, tirx.For) for node in walk(leaf.other))
+    choice = _choice(nest, leaf, cost, instructions_per_byte) if pairable else None
+    return _paired(nest, leaf, choice) if choice is not None else _stepped(nest, leaf, stepped, instructions_per_byte)
 
 
-def depthwise_pair_calls(func: tirx.PrimFunc, cost: PairCost = PAIR_COST,
+def depthwise_pair_calls(func: tirx.PrimFunc, cost: PairCost = PAIR_COST, stepped: SteppedCost = STEPPED_COST,
                          instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> tirx.PrimFunc:
     """``func`` (a DSP kernel after ``depthwise_tiles``' calls) with the pixel loops around its one-pixel fused
-    calls in steps of two pixels where that pays (the module docstring); any other function unchanged."""
-    return with_root_loops_replaced(func, lambda loop: _pairs_call(loop, cost, instructions_per_byte))
+    calls in steps of two pixels where that pays, else those calls stepping their tiles' pointers where that pays
+    (the module docstring); any other function unchanged."""
+    return with_root_loops_replaced(func, lambda loop: _pairs_call(loop, cost, stepped, instructions_per_byte))

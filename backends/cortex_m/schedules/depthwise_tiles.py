@@ -165,6 +165,12 @@ DSP_TILES_W16_OPS = by_bias("tvm_ext.depthwise_tiles_s8x4w16")
 for _bias, _op in DSP_TILES_W16_OPS.items():
     register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, weights="int16"),
                         DEPTHWISE_TILES_ACCESS)
+DSP_TILES_STEPPED_OPS = by_bias("tvm_ext.depthwise_tiles_stepped_s8x4w16")
+"""The same call, each tile's pointers stepped on instead of indexed by its channel offset
+(``<prefix>_depthwise_tiles_stepped_s8x4w16``): what ``depthwise_pairs`` gives a kernel whose interior pays for it."""
+for _bias, _op in DSP_TILES_STEPPED_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, kind="tiles_stepped",
+                                               weights="int16"), DEPTHWISE_TILES_ACCESS)
 DSP_OUTLINED_SIDES = (3, 5)
 """The square windows (sides in taps) whose fused helper has one out-of-line copy per bundle."""
 DSP_TILES_OUTLINED_OPS = {(f"{side}x{side}", bias): bias_form(f"tvm_ext.depthwise_tiles{side}x{side}_s8x4w16", bias)

@@ -2,7 +2,8 @@
 backends/cortex_m/helpers/templates/depthwise_pair.h.in): the window as the helper runs it (its columns as rows where the
 second pixel is one row on), what a pair saves and costs at the one code price, and on cortex-m4f a
 large 3x3 layer's interior pixels two per call, bit for bit with TFLite Micro under QEMU mps2-an386 and on the
-host (the helper's portable C), where a small layer keeps one pixel per call."""
+host (the helper's portable C), where a small layer keeps one pixel per call (stepping its tiles' pointers where
+that pays: depthwise_tiles.h.in's _depthwise_tiles_stepped_s8x4w16)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 import pytest
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.schedules.depthwise_pairs import PAIR_COST, fits, pair_form
+from backends.cortex_m.schedules.depthwise_pairs import PAIR_COST, STEPPED_COST, fits, pair_form
 
 
 def _sizes(rows: int, cols: int, x_row: int, x_col: int, w_row: int, w_col: int, channels: int) -> dict:
@@ -42,6 +43,16 @@ def test_a_pair_saves_what_was_measured_and_pays_only_over_enough_tiles():
     # pays from about 5,700 pair tiles on (efficientnet_lite_w030_112_int8's 56x56x16 layer: 1,512 pairs x 4 tiles)
     tiles = -(-added * INSTRUCTIONS_PER_BYTE // PAIR_COST.saved(3, 3, rolled=False))
     assert 1_000 < tiles < 4 * 1_512
+
+
+def test_the_stepped_tiles_pay_over_enough_interior_tiles_of_a_narrow_window_only():
+    # cortex-m4f, measured: kws_ref_model's 3x3 layer on 25x5x64 (69 interior pixels of 16 tiles) pays;
+    # str_ww_ref_model's 3x1 one on 28x1x40 (28 pixels of 10 tiles, 2,154 instructions saved) does not pay for its
+    # 22 B; a 5x5 window never (its pointers spill among its taps)
+    assert STEPPED_COST.pays(9, 69 * 16, INSTRUCTIONS_PER_BYTE)
+    assert not STEPPED_COST.pays(3, 28 * 10, INSTRUCTIONS_PER_BYTE)
+    assert not STEPPED_COST.pays(25, 100_000, INSTRUCTIONS_PER_BYTE)
+    assert STEPPED_COST.pays(3, 28 * 10, INSTRUCTIONS_PER_BYTE // 4)  # the price decides, not the shape
 
 
 pytest.importorskip("tflite")
@@ -75,6 +86,10 @@ def test_a_large_depthwise_layer_runs_two_interior_pixels_a_call_and_stays_bit_e
     assert re.search(r"_depthwise_pair_s8x4w16(?:_b16)?\(.*, 3, 3, 16, (16|3200), (16|3200), 0\);", by_kernel["3x3_s1"])
     assert "_depthwise_tiles_s8x4w16" in by_kernel["3x3_s1"]
     assert "_depthwise_pair_" not in by_kernel["3x3_s2"]
+    # its one-pixel call stepping its tiles' pointers (792 interior pixels of 4 tiles pay for that code); the
+    # stride-1 layer's one-pixel call (its pixels left out of pairs) as it was
+    assert "_depthwise_tiles_stepped_s8x4w16" in by_kernel["3x3_s2"]
+    assert "_depthwise_tiles_stepped_" not in by_kernel["3x3_s1"]
     host_selftest_passes(bundle.out_dir)
 
 
