@@ -59,13 +59,16 @@ register_helper_call(WINDOW1_LUT_OP, WINDOW1_HELPERS, window1_lut_helper_name, H
     *WINDOW1_ACCESS.pointers, PointerAccess(27, (Axis(LUT_ENTRIES, 1),)))))
 register_lookup_form(WINDOW1_OP, WINDOW1_LUT_OP)
 
-MIN_TAPS = 16
+MIN_TAPS = 9
 """The fewest taps of a window the helper takes: per output channel and group of four pixels it spends about 50
 instructions besides its groups (the sums' start, the register spills around the assembly loop, four outputs'
-requantization), which a short window does not pay back. Measured on cortex-m4f: person_detect's 3x3 stride-2
-depthwise of one channel (9 taps, 8 channels) 728,708 -> 775,672 instructions with the helper; kws_ref_model's 10x4
-stem (40 taps) 732,762 -> 443,618 and micro_speech's 10x8 (80 taps) 840,841 -> 509,392. Windows between 9 and 40
-taps are not measured."""
+requantization), which a short window does not pay back. Measured on cortex-m4f (generic kernel -> helper):
+kws_ref_model's 10x4 stem (40 taps) 732,762 -> 443,618 and micro_speech's 10x8 (80 taps) 840,841 -> 509,392; since
+the helper's cheaper gather and epilogue, vit_tiny_16_int8's 2x2 stride-2 patches of three channels (12 taps, 48
+channels) 122,676 -> 76,612 (the model 3,570,933 -> 3,524,869, its code 6,212 -> 6,316 B: 443 instructions a byte,
+past the code price) and person_detect's 3x3 stride-2 depthwise of one channel (9 taps, 8 channels) 648,309 ->
+587,181 (the model 11,658,852 -> 11,597,724, its code 11,560 -> 11,316 B; before them it had measured 728,708 ->
+775,672, which had set the threshold at 16). Windows of fewer taps are not measured."""
 
 MAX_TAPS = 256
 """The most taps of a window the helper takes: its scratch is a stack array of `window1_scratch_words(taps)` int32

@@ -1,16 +1,16 @@
 """The DSP cores' kernel of an int8 convolution whose window reads few input channels
 (backends/cortex_m/schedules/window1_conv.py, the helper backends/cortex_m/helpers/templates/window1_conv.h.in): on
 cortex-m4f a CONV_2D on one input channel and a DEPTHWISE_CONV_2D of one input channel (its multiplier the output
-channels) of a window of 16 taps or more are one call of `<prefix>_window1_conv_s8` each, whatever the window,
-stride, dilation, padding and output channel count (kws_ref_model's 10x4 stride-2 SAME stem; a 4x8 window of
+channels) of a window of 9 taps or more (MIN_TAPS) are one call of `<prefix>_window1_conv_s8` each, whatever the
+window, stride, dilation, padding and output channel count (kws_ref_model's 10x4 stride-2 SAME stem; a 4x8 window of
 strides 1 and 3, VALID; a 5x5 depthwise of multiplier 6 and dilation 2, SAME, its 25 taps not a multiple of four;
-a fused RELU of output zero point -128), bit for bit with TFLite Micro under QEMU mps2-an386 and in the host build
-(the helper's portable C), warning-free; a 3x3 window (9 taps: MIN_TAPS) and a RELU6 (an activation narrower than
-int8) keep the generic kernel; a bundle without such a layer defines no helper, and a Helium core keeps the generic
-kernel. On two to four input channels (MAX_CHANNELS) the same: an RGB stem's 3x3 stride-2 SAME window of three
-channels (27 taps summed as 28 over the weights' zero padding), a 3x3 of two channels (18 taps), a 3x3 of dilation 2
-on four channels (rows of whole words), a 5x3 stride 1x2 VALID of three; a window of five channels keeps the generic
-kernel."""
+a 3x3 stride-2 window, 9 taps; a fused RELU of output zero point -128), bit for bit with TFLite Micro under QEMU
+mps2-an386 and in the host build (the helper's portable C), warning-free; a 2x4 window (8 taps, under MIN_TAPS) and a
+RELU6 (an activation narrower than int8) keep the generic kernel; a bundle without such a layer defines no helper,
+and a Helium core keeps the generic kernel. On two to four input channels (MAX_CHANNELS) the same: an RGB stem's 3x3
+stride-2 SAME window of three channels (27 taps summed as 28 over the weights' zero padding), a 2x2 stride-2 VALID
+window of three (a ViT's patches: 12 taps), a 3x3 of two channels (18 taps), a 3x3 of dilation 2 on four channels
+(rows of whole words), a 5x3 stride 1x2 VALID of three; a window of five channels keeps the generic kernel."""
 
 from __future__ import annotations
 
@@ -81,12 +81,13 @@ def test_one_channel_windows_are_one_helper_call_and_stay_bit_exact(tmp_path):
     layers = [_layer("CONV_2D", (10, 4), (2, 2), (1, 1), SAME, 12, RELU, -128),  # kws's stem
               _layer("CONV_2D", (4, 8), (1, 3), (1, 1), VALID, 5),
               _layer("DEPTHWISE_CONV_2D", (5, 5), (1, 1), (2, 2), SAME, 6),
-              _layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 8),  # 9 taps: the generic kernel
+              _layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 8),  # 9 taps: MIN_TAPS
+              _layer("CONV_2D", (2, 4), (1, 1), (1, 1), SAME, 8),  # 8 taps: the generic kernel
               _layer("CONV_2D", (4, 4), (1, 1), (1, 1), SAME, 4, RELU6)]  # RELU6: the generic kernel
     kernels = kernels_bit_exact_everywhere(tmp_path, "window1", _one_channel_model(layers))
     helper = {name for name, body in kernels.items() if any("_window1_conv_s8(" in line for line in body)}
-    expected = sorted(name for name in kernels if re.search(r"10x4_s2|4x8_s1x3|5x5_s1_d2", name))
-    assert len(expected) == 3, list(kernels)  # the first three layers: else an empty match would pass
+    expected = sorted(name for name in kernels if re.search(r"10x4_s2|4x8_s1x3|5x5_s1_d2|3x3_s2", name))
+    assert len(expected) == 4, list(kernels)  # the first four layers: else an empty match would pass
     assert sorted(helper) == expected, kernels
     assert len(kernels) == len(layers), list(kernels)
 
@@ -94,7 +95,8 @@ def test_one_channel_windows_are_one_helper_call_and_stay_bit_exact(tmp_path):
 @needs_cross_tools
 @pytest.mark.parametrize("in_c, layers, expected", [
     (3, [_layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 16, RELU, -128),  # an RGB stem
-         _layer("CONV_2D", (5, 3), (1, 2), (1, 1), VALID, 5)], r"3x3_s2|5x3_s1x2"),
+         _layer("CONV_2D", (5, 3), (1, 2), (1, 1), VALID, 5),
+         _layer("CONV_2D", (2, 2), (2, 2), (1, 1), VALID, 12)], r"3x3_s2|5x3_s1x2|2x2_s2"),  # vit's patches: 12 taps
     (2, [_layer("CONV_2D", (3, 3), (1, 1), (1, 1), SAME, 7)], r"3x3_s1"),
     (4, [_layer("CONV_2D", (3, 3), (1, 1), (2, 2), SAME, 6)], r"3x3_s1_d2"),
     (5, [_layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 8)], r"^$"),  # five channels: the generic kernel
@@ -111,7 +113,7 @@ def test_a_helium_core_and_bundles_without_such_a_layer_keep_the_generic_kernel(
     model = _one_channel_model([_layer("CONV_2D", (10, 4), (2, 2), (1, 1), SAME, 4)])
     _bundle, kernels = bit_exact_bundle(tmp_path, "m55", model, "cortex-m55", "mps3-an547")
     assert "_window1_conv_s8" not in kernels
-    small = _one_channel_model([_layer("CONV_2D", (3, 3), (1, 1), (1, 1), SAME, 4)])
+    small = _one_channel_model([_layer("CONV_2D", (2, 4), (1, 1), (1, 1), SAME, 4)])
     bundle, _kernels = bit_exact_bundle(tmp_path, "small", small, "cortex-m4f", "mps2-an386")
     assert "_window1_conv_s8" not in (bundle.out_dir / "small_internal.h").read_text()
 
