@@ -60,6 +60,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           mac_replacement, tiled_pair_macs, tiled_pair_tiles, tiled_unrolled_pays,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
+from backends.riscv.schedules.add_values_price import add_values_pay
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
 from backends.riscv.schedules.tiled_conv_price import tiled_convs_pay
@@ -394,6 +395,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True, tiled_rows=True,
                            tiled_convs_pay=tiled_convs_pay,
                            int8_softmax=softmax_s8_rows, int8_add_values=dsp_add_values,
+                           int8_add_values_pays=add_values_pay,
                            svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
                            gate_loop_bytes=GATE_LOOP_BYTES,
