@@ -265,7 +265,11 @@ class RiscvMacSchedules:
         inputs) takes four: the tiles of the int16 dual MAC and the fused 16x8 tiles (`int16_window_replacement`,
         `tiles_16x8`), whose one out-of-line copy every 16x8 kernel calls, where eight sums kept TVM's loops inlined
         in every region of a padded convolution's window (rv32imc resnet8_w15_40x24_16x8: 16,588 B of code against
-        cortex-m4f's 13,656)."""
+        cortex-m4f's 13,656). Four is the code rule's choice, not the code price's: eight sums save more instructions
+        than their code is worth at 100 a byte on every 16x8 net measured, and break the rule on each (rv32imc, the
+        copy's MAC two inputs a step, four -> eight: a resnet of padded 3x3 convolutions 13,611,147 -> 12,919,519
+        instructions for 5,946 -> 9,844 B, cortex-m4f 8,276 B; 1x1 and VALID convolutions 8,102,617 -> 7,683,593 for
+        1,278 -> 2,110 B, cortex-m4f 1,896 B), so the tile stays four."""
         if _reduces_16x8(sch.get(block)):
             return (FOUR_CHANNELS,)
         whole = depthwise_whole_tile(sch, block)
