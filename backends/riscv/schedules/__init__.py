@@ -269,7 +269,8 @@ class RiscvMacSchedules:
         than their code is worth at 100 a byte on every 16x8 net measured, and break the rule on each (rv32imc, the
         copy's MAC two inputs a step, four -> eight: a resnet of padded 3x3 convolutions 13,611,147 -> 12,919,519
         instructions for 5,946 -> 9,844 B, cortex-m4f 8,276 B; 1x1 and VALID convolutions 8,102,617 -> 7,683,593 for
-        1,278 -> 2,110 B, cortex-m4f 1,896 B), so the tile stays four."""
+        1,278 -> 2,110 B, cortex-m4f 1,896 B; unseen tcn_kws_64x24_c33_16x8's 33 channels, eight slower too: 7,326,852
+        -> 11,641,938 for 2,722 -> 3,504 B, cortex-m4f 4,092 B), so the tile stays four."""
         if _reduces_16x8(sch.get(block)):
             return (FOUR_CHANNELS,)
         whole = depthwise_whole_tile(sch, block)
