@@ -309,6 +309,11 @@ class KernelSchedules:
     and the tabled ones' int32[256] tables; keywords multiplier, right, bias (`tvm_ext.kernels.elementwise.
     add_from_values`), lhs_scale, rhs_scale and activation), which the int8 lowering writes where the output stage
     fits and the flash holds the tables (it returns a TE tensor), or None: the generic kernel."""
+    int8_add_values_pays: Optional[Callable[[Any], bool]] = None
+    """Whether `int8_add_values` pays for one ADD or SUB, given its `tvm_ext.transform.int8.binary.AddValuesChoice`
+    (output elements, whether the generic kernel tables an operand there, the flash bytes the kernel's tables and
+    constant terms add beyond the generic kernel's tables): where not, that layer takes the generic kernel; None:
+    `int8_add_values` wherever it fits."""
     dense_unit_tile: int = 0
     """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
     or a CONV_2D's (int8 or 16x8) output channels with zero weight rows where it does not divide them, for a core whose MAC helper

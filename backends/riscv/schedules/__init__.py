@@ -60,6 +60,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           mac_replacement, tiled_pair_macs, tiled_pair_tiles, tiled_unrolled_pays,
                                           one_tile_calls,
                                           paired_or_int8_reduction)
+from backends.riscv.schedules.add_values_price import add_values_pay
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
 from backends.riscv.schedules.tiled_conv_price import tiled_convs_pay
@@ -264,7 +265,12 @@ class RiscvMacSchedules:
         inputs) takes four: the tiles of the int16 dual MAC and the fused 16x8 tiles (`int16_window_replacement`,
         `tiles_16x8`), whose one out-of-line copy every 16x8 kernel calls, where eight sums kept TVM's loops inlined
         in every region of a padded convolution's window (rv32imc resnet8_w15_40x24_16x8: 16,588 B of code against
-        cortex-m4f's 13,656)."""
+        cortex-m4f's 13,656). Four is the code rule's choice, not the code price's: eight sums save more instructions
+        than their code is worth at 100 a byte on every 16x8 net measured, and break the rule on each (rv32imc, the
+        copy's MAC two inputs a step, four -> eight: a resnet of padded 3x3 convolutions 13,611,147 -> 12,919,519
+        instructions for 5,946 -> 9,844 B, cortex-m4f 8,276 B; 1x1 and VALID convolutions 8,102,617 -> 7,683,593 for
+        1,278 -> 2,110 B, cortex-m4f 1,896 B; unseen tcn_kws_64x24_c33_16x8's 33 channels, eight slower too: 7,326,852
+        -> 11,641,938 for 2,722 -> 3,504 B, cortex-m4f 4,092 B), so the tile stays four."""
         if _reduces_16x8(sch.get(block)):
             return (FOUR_CHANNELS,)
         whole = depthwise_whole_tile(sch, block)
@@ -394,6 +400,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True, tiled_rows=True,
                            tiled_convs_pay=tiled_convs_pay,
                            int8_softmax=softmax_s8_rows, int8_add_values=dsp_add_values,
+                           int8_add_values_pays=add_values_pay,
                            svdf_unit_rows=("int8", "int16"),
                            svdf_unit_rows_max_macs=UNIT_ROWS_MAX_MACS, interleaved_gate_weights=True,
                            gate_loop_bytes=GATE_LOOP_BYTES,

@@ -171,6 +171,19 @@ and about 8 where it computes the rescale (fewer; cortex-m4f); smaller ones (an 
 the generic kernel, which fuses with their neighbours."""
 
 
+@dataclass(frozen=True)
+class AddValuesChoice:
+    """One ADD's or SUB's choice of the values kernel (``values_call``) over the generic one, for the backend's price
+    (``LoweringContext.int8_add_values_pays``): its output ``elements``, whether the generic kernel would table an
+    operand's rescale there (``generic_tables``: ``elementwise.TABLED_ELEMENTS`` elements and more) and the flash bytes
+    the values kernel adds beyond the generic kernel's (``added_bytes``: its tables not granted to an earlier layer and
+    its constant terms, less the generic kernel's tables; may be negative)."""
+
+    elements: int
+    generic_tables: bool
+    added_bytes: int
+
+
 PRESCALED_ELEMENTS = 256
 """The most elements of a constant operand that `values_call` gives the kernel as its terms (int32: 4 bytes each,
 at most the 1,024 B of a table) instead of a table indexed by its bytes."""
@@ -226,6 +239,14 @@ def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, out
                    for k, spec in enumerate(specs) if spec is not None and not prescaled[k])
     if tables and elements_of(core) < VALUES_ELEMENTS:  # a table for the activation: not for a small output
         return None
+    if ctx.int8_add_values_pays is not None:
+        generic = rescaled_table_args(str(lhs.tensor.ty.dtype), elements_of(core), params, lhs.quant.zero_point,
+                                      rhs.quant.zero_point, sign)
+        generic_bytes = TABLE_SIZE * 4 * sum(spec is not None for spec in generic)
+        added = sum(TABLE_SIZE * 4 for table in tables if not ctx.flash_budget.granted(table)) + sum(
+            4 * constants[k].size for k in range(2) if prescaled[k]) - generic_bytes
+        if not ctx.int8_add_values_pays(AddValuesChoice(elements_of(core), generic_bytes > 0, added)):
+            return None
     # the tables and the constant operands' terms: one choice, granted whole or not at all
     if not ctx.flash_budget.grants_each([(table, TABLE_SIZE * 4) for table in tables] + [
             (operand, 4 * constants[k].size) for k, operand in enumerate(kernel_operands) if prescaled[k]]):

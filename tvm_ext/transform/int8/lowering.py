@@ -44,6 +44,10 @@ class FlashBudget:
         ``grants_each`` with the same bytes for each."""
         return self.grants_each([(layer, nbytes) for layer in layers])
 
+    def granted(self, key: relax.Expr) -> bool:
+        """Whether ``key`` (a constant or layer) was granted its bytes before: asking for it again takes none."""
+        return self._granted.get(key, False)
+
     def grants_each(self, choice: Sequence[tuple[relax.Expr, int]]) -> bool:
         """Whether every (constant or layer, bytes) of ``choice`` (a kernel's tables and constant operands: one
         choice) may store its bytes: all taken together or none (a refusal takes nothing, so no byte stays charged
@@ -85,6 +89,10 @@ class LoweringContext:
     int8_add_values: Optional[Callable[..., te.Tensor]] = None
     """The backend's own kernel of int8 ADD and SUB from the operands' doubled rescaled values
     (``backends.backend.KernelSchedules.int8_add_values``; None: none)."""
+    int8_add_values_pays: Optional[Callable[[Any], bool]] = None
+    """Whether ``int8_add_values`` pays for one ADD or SUB, given its ``binary.AddValuesChoice`` (output elements,
+    whether the generic kernel would table an operand, the flash bytes it adds beyond the generic kernel's)
+    (``backends.backend.KernelSchedules.int8_add_values_pays``; None: wherever it fits)."""
     stacked_rows: bool = False
     """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
     where the weights allow it."""
