@@ -119,6 +119,19 @@ FLOAT_TILE_MIN_MACS = int(FLOAT_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FLOAT_
 """The fewest MACs of one call at which a float MAC kernel takes the tile on a core without an FPU
 (`KernelSchedules.float_tile_min_macs`): where the instructions it saves pay its code at the one price of code."""
 
+FPU_FLOAT_TILE_CODE_BYTES = 120
+"""The code a float MAC kernel's tile of MAC_CHANNELS accumulators adds on a core with the single-precision FPU, at
+the least (rv32imafc hello_world_float's 16-unit layers: 182 -> 62 B over 1 input, 230 -> 76 B over 16, with one
+accumulator)."""
+FPU_FLOAT_UNTILED_LOST_PER_MAC = 3.5
+"""The instructions a float MAC takes more with one accumulator than in the tile on such a core, at the most measured:
+rv32imafc hello_world_float's 16-unit layer over 16 inputs, 1,129 -> 2,021 instructions over 256 MACs (over 1 input,
+16 MACs, the tile took 267 against 248: its zeroed sums and epilogue cost more than its MACs save)."""
+FPU_FLOAT_TILE_MIN_MACS = int(FPU_FLOAT_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FPU_FLOAT_UNTILED_LOST_PER_MAC)
+"""The fewest MACs of one call at which a float MAC kernel takes the tile on a core with the FPU
+(`KernelSchedules.float_tile_min_macs`), priced as FLOAT_TILE_MIN_MACS: rv32imafc hello_world_float's code 546 ->
+272 B (cortex-m4f 544 B) for 1,562 -> 2,435 instructions."""
+
 
 UNIT_ROWS_CODE_SAVED = 220
 """The code an SVDF's time product in unit rows (`tvm_ext.kernels.svdf.svdf_output_rows`: one scalar row loop into
@@ -389,7 +402,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     A quantized model of fewer than HELPER_MIN_MACS MACs keeps TVM's loop nests, no helper (rv32imc hello_world_int8:
     code 918 -> 412 B, weights 660 -> 388 B without paired weights, 2,057 -> 2,713 instructions).
     On a core without an FPU a float MAC kernel of fewer than FLOAT_TILE_MIN_MACS MACs a call keeps one accumulator
-    (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions)."""
+    (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions), on one with it, of fewer than
+    FPU_FLOAT_TILE_MIN_MACS (rv32imafc hello_world_float: 546 -> 272 B, 1,562 -> 2,435)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True, tiled_rows=True,
                            tiled_convs_pay=tiled_convs_pay,
@@ -399,4 +413,4 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
                            gate_loop_bytes=GATE_LOOP_BYTES,
                            bundle_choice=riscv_bundle_choice, kernel_code=RV32C_KERNEL_CODE,
                            helper_min_macs=HELPER_MIN_MACS,
-                           float_tile_min_macs=0 if profile.hardware_float else FLOAT_TILE_MIN_MACS)
+                           float_tile_min_macs=FPU_FLOAT_TILE_MIN_MACS if profile.hardware_float else FLOAT_TILE_MIN_MACS)
