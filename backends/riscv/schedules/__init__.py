@@ -62,6 +62,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
                                           paired_or_int8_reduction)
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
+from backends.riscv.schedules.shared_softmax import shared_softmax_calls, shared_softmax_kernels
 from backends.riscv.schedules.tiled_conv_price import tiled_convs_pay
 from target.profile import Profile
 
@@ -159,12 +160,15 @@ class RiscvMacSchedules:
     ``fc_rows`` False, a FULLY_CONNECTED layer keeps its own loop over its channel tiles rather than calling the
     shared row helper; with ``cold_requantize``, an element kernel's biased requantizations are calls of their
     out-of-line function (`cold_requantize`); with ``tiled_unrolled`` False, the tiled pair helper's MAC loop is not
-    unrolled (`mac.tiled_unrolled_pays`); all three the bundle's choices (`riscv_bundle_choice`)."""
+    unrolled (`mac.tiled_unrolled_pays`); with ``shared_softmax``, an int8 softmax kernel calls the softmax's one
+    out-of-line copy (`shared_softmax`); all four the bundle's choices (`riscv_bundle_choice`)."""
 
-    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False, tiled_unrolled: bool = True) -> None:
+    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False, tiled_unrolled: bool = True,
+                 shared_softmax: bool = False) -> None:
         self.fc_rows = fc_rows
         self.cold_requantize = cold_requantize
         self.tiled_unrolled = tiled_unrolled
+        self.shared_softmax = shared_softmax
 
     flat_elements = True
     """An elementwise kernel's loop nest fused into one loop (`tvm_ext.schedule.flat_elements`), for code, not
@@ -218,15 +222,16 @@ class RiscvMacSchedules:
             return False
         return executions(tuple(sch.get(loop) for loop in loops)) < SUM_TILE_MIN_STEPS
 
-    @staticmethod
-    def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    def extern_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """An extern stage's int8 MAC loop nests over interleaved weights as calls of
         `<prefix>_dual_mac_s8x4_interleaved`, its four-channel ones as calls of `<prefix>_mac_s8x4`
         (`mac.interleaved_mac_calls`), then a chain of its constant scalar requantizations (at least two: an LSTM's
         gates) as calls of the biased requantization (`biased_requantize`, as the DSP cores' extern stages; rv32imc
         kws_lstm_40x16_int8 2,322 -> 2,292 B of code, 7,076,517 -> 7,068,836 instructions; kws_lstm27_37x11_int8
-        2,462 -> 2,452 B, 888,754 -> 886,756)."""
-        return biased_requantize_calls(interleaved_mac_calls(func), extern_stage=True, least=2)
+        2,462 -> 2,452 B, 888,754 -> 886,756); with ``shared_softmax``, its softmax rows as calls of the softmax's
+        out-of-line copy (`shared_softmax`)."""
+        calls = biased_requantize_calls(interleaved_mac_calls(func), extern_stage=True, least=2)
+        return shared_softmax_calls(calls) if self.shared_softmax else calls
 
     def epilogue_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
@@ -330,16 +335,19 @@ def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str
     copy does not pay (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops; the kernels
     whose biased requantizations pay out of line (`cold_requantize.cold_requantize_kernels`) scheduled with their
     calls; where the tiled pair helper's unrolled loop does not pay (`mac.tiled_unrolled_pays`), its calling kernels
-    passing the plain loop's form; None where none changes a kernel."""
+    passing the plain loop's form; the softmax kernels that call the softmax's one out-of-line copy
+    (`shared_softmax.shared_softmax_kernels`); None where none changes a kernel."""
     own_loops = set() if fc_rows_pay(kernels, calls) else set(fc_rows_users(kernels))
     cold = set(cold_requantize_kernels(kernels, calls))
     tiled = {name: tiled_pair_macs(func) * calls.get(name, 1) for name, func in kernels.items()}
     plain = set() if tiled_unrolled_pays(sum(tiled.values())) else {name for name, macs in tiled.items() if macs}
-    if not own_loops and not cold and not plain:
+    softmax = set(shared_softmax_kernels(kernels, calls))
+    chosen = own_loops | cold | plain | softmax
+    if not chosen:
         return None
     return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold,
-                                                 tiled_unrolled=name not in plain)
-                         for name in kernels if name in own_loops | cold | plain})
+                                                 tiled_unrolled=name not in plain, shared_softmax=name in softmax)
+                         for name in kernels if name in chosen})
 
 
 RV32C_KERNEL_CODE = KernelCode(bytes_per_node=3, registers=36)
