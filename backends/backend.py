@@ -185,7 +185,9 @@ class MacSchedules(Protocol):
     profile's tile of output channels taken as one tile, so it reaches the helpers (else its scalar loop nest);
     `keeps_scalar(sch, block, loops, first_reduce)` (-> bool), whether an integer reduction is not tiled to output
     channels at all and keeps its scalar loop nest (a row shorter than the helpers' group of inputs);
-    `flat_elements` (a bool), an elementwise block's loop nest fused into one loop (`tvm_ext.schedule.flat_elements`)."""
+    `flat_elements` (a bool), an elementwise block's loop nest fused into one loop (`tvm_ext.schedule.flat_elements`);
+    `windows_without_interior` (a bool), a padded convolution of no interior pixel copies every pixel's window
+    (`windowed_border`) rather than keeping its guarded loops (`tvm_ext.schedule.border_split`)."""
 
     def extern_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """A function of one TE extern stage with the loops in the helpers' forms as their calls."""

@@ -3,8 +3,10 @@
  * to slowly, row depths 1..40, 255 and 700 (the sum past 2^28: every output -128) over pseudo-random rows
  * (spread and crowded, the extremes -128 and 127 included), written apart and in place, the helper's
  * outputs are those of TFLite's arithmetic as tvm_ext/kernels/softmax.py writes it (in 64-bit C: the signed
- * roundings, the saturating products). Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the
- * host and for cortex-m4f under QEMU. */
+ * roundings, the saturating products). Where LP_SOFTMAX_S8_SHARED (the RISC-V out-of-line form's header:
+ * backends/riscv/helpers/templates/softmax_s8_shared.h.in), lp_softmax_s8_shared's outputs too. Built by
+ * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host and for cortex-m4f under QEMU, and by
+ * tests/backends/riscv/test_riscv_helpers_c.py for each RISC-V profile under QEMU virt (both forms). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,6 +145,15 @@ static int check(const int32_t *table, int32_t depth, int32_t spread, int32_t ro
     if (returned != 0 || memcmp(actual, expected, (size_t)bytes) != 0) {
         return 1;
     }
+#if defined(LP_SOFTMAX_S8_SHARED)
+    memset(actual, 0x55, sizeof actual);
+    returned = lp_softmax_s8_shared(guarded_copy(0, actual, bytes), guarded_copy(1, in, bytes), rows, depth,
+                                    exp_table);
+    guarded_back(0, actual, bytes);
+    if (returned != 0 || memcmp(actual, expected, (size_t)bytes) != 0) {
+        return 1;
+    }
+#endif
     int8_t *const row = guarded_copy(1, in, bytes);
     returned = lp_softmax_s8(row, row, rows, depth, exp_table); /* in place */
     guarded_back(1, in, bytes);

@@ -192,8 +192,8 @@ def _substitute_comparison(comparison, mapping: dict):
 
 def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
     """(the innermost pixel loop's body, the IfThenElse it becomes, the buffers the border allocates, the
-    statement writing a padded window's zeros before every pixel or None), or None where no pixel is interior or
-    the test is on loops this split cannot separate."""
+    statement writing a padded window's zeros before every pixel or None), or None where no pixel is interior (but
+    for `_border_only`'s backends) or the test is on loops this split cannot separate."""
     depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
     pixel_conjuncts: dict[int, list] = {}
     for conjunct in tap.conjuncts:
@@ -205,17 +205,20 @@ def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
     innermost = pixel_depths[-1]
     if any(depth_ <= innermost for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps):
         return None  # a tap loop above a pixel loop: no one test per pixel decides the window
-    bounds = []
+    tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
+    border_only = bool(tap_depths) and getattr(mac, "windows_without_interior", False)
+    interiors = []
     for index in pixel_depths:
-        interior = _interior_range(tap.loops, index, pixel_conjuncts[index])
-        if interior is None:
+        interiors.append(_interior_range(tap.loops, index, pixel_conjuncts[index]))
+        if interiors[-1] is None and not border_only:
             return None
-        bounds.append((tap.loops[index], interior))
     pixel_loop = tap.loops[innermost]
     inner_loops = tap.loops[innermost + 1:]
-    tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
     first = _first_reduction_loop(tap.realize, inner_loops) if mac is not None else None
     window = mac.window_buffer(inner_loops, first, tap.realize) if first is not None else None
+    if None in interiors:
+        return _border_only(mac, tap, pixel_loop, inner_loops, first, max(tap_depths) - innermost - 1, window)
+    bounds = [(tap.loops[index], interior) for index, interior in zip(pixel_depths, interiors)]
     inside = _tap_read_as(tap, tap.guard.args[1], "_interior")
     windowed = _windowed(mac, tap, inner_loops, first, None, window) if first is not None and (
         mac.has_short_rows(inner_loops, first) or not _helper_fits(inside, inner_loops, mac)) else None
@@ -251,6 +254,20 @@ def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
                                                   branch)
         windows += scratch
     return pixel_loop.body, branch, windows, padding
+
+
+def _border_only(mac: Optional[MacSchedules], tap: _GuardedTap, pixel_loop: tirx.For, loops: list,
+                 first: Optional[int], test_depth: int, window: Optional[tirx.Buffer]):
+    """(the innermost pixel loop's body, every pixel's copied-window form, the window, its padding's zeros or None)
+    for a convolution of no interior pixel (every window crosses the padding: a 3x3 window padded by 1 over a 2x2
+    image; the backend copies such windows: ``mac.windows_without_interior``), else None (its guarded loops
+    kept)."""
+    if first is None:
+        return None
+    windowed = _windowed(mac, tap, loops, first, test_depth, window)
+    if windowed is None:
+        return None
+    return pixel_loop.body, _with_window(pixel_loop.body, windowed), [window], windowed.padding
 
 
 def _conjunction(tests: list) -> tirx.Expr:

@@ -57,7 +57,11 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `requantize_biased_call.h.in`: `<prefix>_requantize_biased_s8_call`, the element loops' biased requantization
   saturated to int8 (`backends.cortex_m.schedules.biased_requantize`) as one out-of-line function, called by the
   kernels run too few times per inference to pay for its inlined copies (`backends.riscv.schedules.cold_requantize`;
-  unit test `tests/c/test_requantize_biased.c`); its own library (`REQUANTIZE_BIASED_CALL_HELPERS`).
+  unit test `tests/c/test_requantize_biased.c`); its own library (`REQUANTIZE_BIASED_CALL_HELPERS`);
+- `softmax_s8_shared.h.in`: `<prefix>_softmax_s8_shared`, the DSP cores' int8 softmax over rows
+  (`backends.cortex_m.helpers.softmax_c`) as one out-of-line function, called by the softmax kernels of a bundle
+  whose several such kernels pay for sharing it (`backends.riscv.schedules.shared_softmax`; unit test
+  `tests/c/test_softmax_s8.c`); its own library (`SOFTMAX_SHARED_HELPERS`).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from backends.backend import HelperLibrary
 from backends.bias_forms import bias_form
 from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_HELPERS
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
+from backends.cortex_m.helpers.softmax_c import SOFTMAX_HELPERS
 from packager.template_files import helper_template_c
 
 MAC_CHANNELS = 8
@@ -217,4 +222,21 @@ def requantize_biased_call_name(prefix: str) -> str:
 
 REQUANTIZE_BIASED_CALL_HELPERS = HelperLibrary("riscv_requantize_biased_call", requantize_biased_call_c,
                                                needs=(REQUANTIZE_BIASED_HELPERS,))
+"""Its own library: only a bundle whose kernels call it defines it (after the inlined form it calls)."""
+
+
+SOFTMAX_SHARED_TEMPLATE = "softmax_s8_shared.h.in"
+
+
+def softmax_shared_c(prefix: str) -> str:
+    """The out-of-line int8 softmax's C definition for the bundle `prefix` (after the inlined form's)."""
+    return helper_template_c(__package__, SOFTMAX_SHARED_TEMPLATE, prefix)
+
+
+def softmax_shared_name(prefix: str) -> str:
+    """The C name of the out-of-line int8 softmax over rows in the bundle `prefix`."""
+    return f"{prefix}_softmax_s8_shared"
+
+
+SOFTMAX_SHARED_HELPERS = HelperLibrary("riscv_softmax_shared", softmax_shared_c, needs=(SOFTMAX_HELPERS,))
 """Its own library: only a bundle whose kernels call it defines it (after the inlined form it calls)."""

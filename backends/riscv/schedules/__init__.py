@@ -63,6 +63,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
 from backends.riscv.schedules.add_values_price import add_values_pay
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
+from backends.riscv.schedules.shared_softmax import shared_softmax_calls, shared_softmax_kernels
 from backends.riscv.schedules.tiled_conv_price import tiled_convs_pay
 from target.profile import Profile
 
@@ -120,6 +121,19 @@ FLOAT_TILE_MIN_MACS = int(FLOAT_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FLOAT_
 """The fewest MACs of one call at which a float MAC kernel takes the tile on a core without an FPU
 (`KernelSchedules.float_tile_min_macs`): where the instructions it saves pay its code at the one price of code."""
 
+FPU_FLOAT_TILE_CODE_BYTES = 120
+"""The code a float MAC kernel's tile of MAC_CHANNELS accumulators adds on a core with the single-precision FPU, at
+the least (rv32imafc hello_world_float's 16-unit layers: 182 -> 62 B over 1 input, 230 -> 76 B over 16, with one
+accumulator)."""
+FPU_FLOAT_UNTILED_LOST_PER_MAC = 3.5
+"""The instructions a float MAC takes more with one accumulator than in the tile on such a core, at the most measured:
+rv32imafc hello_world_float's 16-unit layer over 16 inputs, 1,129 -> 2,021 instructions over 256 MACs (over 1 input,
+16 MACs, the tile took 267 against 248: its zeroed sums and epilogue cost more than its MACs save)."""
+FPU_FLOAT_TILE_MIN_MACS = int(FPU_FLOAT_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FPU_FLOAT_UNTILED_LOST_PER_MAC)
+"""The fewest MACs of one call at which a float MAC kernel takes the tile on a core with the FPU
+(`KernelSchedules.float_tile_min_macs`), priced as FLOAT_TILE_MIN_MACS: rv32imafc hello_world_float's code 546 ->
+272 B (cortex-m4f 544 B) for 1,562 -> 2,435 instructions."""
+
 
 UNIT_ROWS_CODE_SAVED = 220
 """The code an SVDF's time product in unit rows (`tvm_ext.kernels.svdf.svdf_output_rows`: one scalar row loop into
@@ -147,12 +161,15 @@ class RiscvMacSchedules:
     ``fc_rows`` False, a FULLY_CONNECTED layer keeps its own loop over its channel tiles rather than calling the
     shared row helper; with ``cold_requantize``, an element kernel's biased requantizations are calls of their
     out-of-line function (`cold_requantize`); with ``tiled_unrolled`` False, the tiled pair helper's MAC loop is not
-    unrolled (`mac.tiled_unrolled_pays`); all three the bundle's choices (`riscv_bundle_choice`)."""
+    unrolled (`mac.tiled_unrolled_pays`); with ``shared_softmax``, an int8 softmax kernel calls the softmax's one
+    out-of-line copy (`shared_softmax`); all four the bundle's choices (`riscv_bundle_choice`)."""
 
-    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False, tiled_unrolled: bool = True) -> None:
+    def __init__(self, fc_rows: bool = True, cold_requantize: bool = False, tiled_unrolled: bool = True,
+                 shared_softmax: bool = False) -> None:
         self.fc_rows = fc_rows
         self.cold_requantize = cold_requantize
         self.tiled_unrolled = tiled_unrolled
+        self.shared_softmax = shared_softmax
 
     flat_elements = True
     """An elementwise kernel's loop nest fused into one loop (`tvm_ext.schedule.flat_elements`), for code, not
@@ -184,6 +201,10 @@ class RiscvMacSchedules:
     pair_tests = staticmethod(pair_tests)
     has_short_rows = staticmethod(has_short_rows)
     windowed_border = staticmethod(functools.partial(windowed_border, replacement=mac_replacement))
+    windows_without_interior = True
+    """A padded convolution of no interior pixel (a 3x3 window padded by 1 over a 2x2 image) copies every pixel's
+    window too (`tvm_ext.schedule.border_split`), where it kept TVM's guarded loops with every MAC inlined: rv32imc
+    resnet18_w9_64_int8's three 3x3 kernels of 72 channels over 2x2 (2,308 B each, cortex-m4f's 1,184)."""
 
     @staticmethod
     def collapses_border(image_dtypes: frozenset[str], taps: int) -> bool:
@@ -206,15 +227,16 @@ class RiscvMacSchedules:
             return False
         return executions(tuple(sch.get(loop) for loop in loops)) < SUM_TILE_MIN_STEPS
 
-    @staticmethod
-    def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    def extern_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """An extern stage's int8 MAC loop nests over interleaved weights as calls of
         `<prefix>_dual_mac_s8x4_interleaved`, its four-channel ones as calls of `<prefix>_mac_s8x4`
         (`mac.interleaved_mac_calls`), then a chain of its constant scalar requantizations (at least two: an LSTM's
         gates) as calls of the biased requantization (`biased_requantize`, as the DSP cores' extern stages; rv32imc
         kws_lstm_40x16_int8 2,322 -> 2,292 B of code, 7,076,517 -> 7,068,836 instructions; kws_lstm27_37x11_int8
-        2,462 -> 2,452 B, 888,754 -> 886,756)."""
-        return biased_requantize_calls(interleaved_mac_calls(func), extern_stage=True, least=2)
+        2,462 -> 2,452 B, 888,754 -> 886,756); with ``shared_softmax``, its softmax rows as calls of the softmax's
+        out-of-line copy (`shared_softmax`)."""
+        calls = biased_requantize_calls(interleaved_mac_calls(func), extern_stage=True, least=2)
+        return shared_softmax_calls(calls) if self.shared_softmax else calls
 
     def epilogue_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
@@ -323,16 +345,19 @@ def riscv_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str
     copy does not pay (`fc_rows_price.fc_rows_pay`), its calling kernels scheduled with their own loops; the kernels
     whose biased requantizations pay out of line (`cold_requantize.cold_requantize_kernels`) scheduled with their
     calls; where the tiled pair helper's unrolled loop does not pay (`mac.tiled_unrolled_pays`), its calling kernels
-    passing the plain loop's form; None where none changes a kernel."""
+    passing the plain loop's form; the softmax kernels that call the softmax's one out-of-line copy
+    (`shared_softmax.shared_softmax_kernels`); None where none changes a kernel."""
     own_loops = set() if fc_rows_pay(kernels, calls) else set(fc_rows_users(kernels))
     cold = set(cold_requantize_kernels(kernels, calls))
     tiled = {name: tiled_pair_macs(func) * calls.get(name, 1) for name, func in kernels.items()}
     plain = set() if tiled_unrolled_pays(sum(tiled.values())) else {name for name, macs in tiled.items() if macs}
-    if not own_loops and not cold and not plain:
+    softmax = set(shared_softmax_kernels(kernels, calls))
+    chosen = own_loops | cold | plain | softmax
+    if not chosen:
         return None
     return BundleChoice({name: RiscvMacSchedules(fc_rows=name not in own_loops, cold_requantize=name in cold,
-                                                 tiled_unrolled=name not in plain)
-                         for name in kernels if name in own_loops | cold | plain})
+                                                 tiled_unrolled=name not in plain, shared_softmax=name in softmax)
+                         for name in kernels if name in chosen})
 
 
 RV32C_KERNEL_CODE = KernelCode(bytes_per_node=3, registers=36)
@@ -395,7 +420,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     A quantized model of fewer than HELPER_MIN_MACS MACs keeps TVM's loop nests, no helper (rv32imc hello_world_int8:
     code 918 -> 412 B, weights 660 -> 388 B without paired weights, 2,057 -> 2,713 instructions).
     On a core without an FPU a float MAC kernel of fewer than FLOAT_TILE_MIN_MACS MACs a call keeps one accumulator
-    (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions)."""
+    (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions), on one with it, of fewer than
+    FPU_FLOAT_TILE_MIN_MACS (rv32imafc hello_world_float: 546 -> 272 B, 1,562 -> 2,435)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
                            dense_unit_tile=FOUR_CHANNELS, paired_weights=True, tiled_rows=True,
                            tiled_convs_pay=tiled_convs_pay,
@@ -406,4 +432,4 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
                            gate_loop_bytes=GATE_LOOP_BYTES,
                            bundle_choice=riscv_bundle_choice, kernel_code=RV32C_KERNEL_CODE,
                            helper_min_macs=HELPER_MIN_MACS,
-                           float_tile_min_macs=0 if profile.hardware_float else FLOAT_TILE_MIN_MACS)
+                           float_tile_min_macs=FPU_FLOAT_TILE_MIN_MACS if profile.hardware_float else FLOAT_TILE_MIN_MACS)

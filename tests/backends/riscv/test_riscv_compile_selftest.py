@@ -188,15 +188,16 @@ def test_the_run_function_passes_every_weight_from_one_base_register(compiled, p
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-def test_a_model_of_few_macs_keeps_plain_loops_and_soft_float_one_accumulator(compiled, profile: str) -> None:
+def test_a_model_of_few_macs_keeps_plain_loops_and_float_one_accumulator(compiled, profile: str) -> None:
     """hello_world_int8's 288 MACs save less than one MAC helper's copy costs (backends.riscv.schedules.
     HELPER_MIN_MACS): its kernels are TVM's loops, no helper call, their weights as TFLite stores them (int8 [O, K],
-    not paired into int32 words). hello_world_float's kernels of 16 to 256 MACs (below FLOAT_TILE_MIN_MACS) keep one
-    accumulator on rv32imc, whose float MACs are library calls; rv32imafc's FPU keeps the tile of eight."""
+    not paired into int32 words). hello_world_float's kernels of 16 to 256 MACs keep one accumulator: on rv32imc,
+    whose float MACs are library calls, below FLOAT_TILE_MIN_MACS; on rv32imafc's FPU, below FPU_FLOAT_TILE_MIN_MACS
+    (the tile of eight saves at most 3.5 instructions a MAC there: 256 MACs do not pay its 120 B and more)."""
     int8 = compiled("tflm/hello_world_int8.tflite", profile)
     kernels = (int8.out_dir / "hello_world_int8_kernels.c").read_text()
     assert "_mac_" not in kernels and "_rows_" not in kernels and "_tiles_" not in kernels
     assert re.findall(r"const (\w+)\* weights", kernels) == ["int8_t"] * 3
     assert all(int8.plan.tensors[f"l{layer}_weights"].dtype == "int8" for layer in range(3))
     floats = (compiled("tflm/hello_world_float.tflite", profile).out_dir / "hello_world_float_kernels.c").read_text()
-    assert ("_ptr[8];" in floats) == (profile == "rv32imafc") and "_ptr[1];" in floats
+    assert "_ptr[8];" not in floats and "_ptr[1];" in floats

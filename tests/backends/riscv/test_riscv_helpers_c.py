@@ -21,7 +21,7 @@ import pytest
 from backends.cortex_m.helpers.softmax_c import softmax_s8_helper_c
 from backends.cortex_m.schedules.dsp_add import add_values_helper_c
 from backends.cortex_m.helpers.requantize_biased_c import requantize_biased_helper_c
-from backends.riscv.helpers import interleaved_mac_c, requantize_biased_call_c, riscv_helpers_c
+from backends.riscv.helpers import interleaved_mac_c, requantize_biased_call_c, riscv_helpers_c, softmax_shared_c
 from c_checks import run_c_program_under_riscv_qemu, run_c_unit_tests
 from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
 from conftest import profile_build_config
@@ -102,10 +102,12 @@ def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile
 @pytest.mark.parametrize("profile", PROFILES)
 def test_the_int8_softmax_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile: str) -> None:
     """The DSP cores' int8 softmax (backends/cortex_m/helpers/templates/softmax_s8.h.in), which the RISC-V
-    schedules call too (`KernelSchedules.int8_softmax`), passes its unit test (tests/c/test_softmax_s8.c, against
-    TFLite's arithmetic in 64-bit C) built for each RISC-V profile and run on QEMU virt: its portable C, no DSP."""
+    schedules call too (`KernelSchedules.int8_softmax`), and its RISC-V out-of-line form (softmax_s8_shared.h.in,
+    `backends.riscv.schedules.shared_softmax`) pass their unit test (tests/c/test_softmax_s8.c, against TFLite's
+    arithmetic in 64-bit C) built for each RISC-V profile and run on QEMU virt: the portable C, no DSP."""
     require_tools(RISCV_TOOLS)
-    (tmp_path / "softmax_s8.h").write_text("#include <stdint.h>\n" + softmax_s8_helper_c(PREFIX))
+    (tmp_path / "softmax_s8.h").write_text("#include <stdint.h>\n" + softmax_s8_helper_c(PREFIX)
+                                           + softmax_shared_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, tmp_path / GUARDED_BUFFERS)
     result = run_c_program_under_riscv_qemu(tmp_path, profile, UNIT_TESTS / "test_softmax_s8.c")
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
