@@ -237,6 +237,20 @@ class MacSchedules(Protocol):
 
 
 @dataclass(frozen=True)
+class AddValuesChoice:
+    """One int8 ADD's or SUB's choice of the backend's values kernel (`KernelSchedules.int8_add_values`) over the
+    generic one, for its price (`KernelSchedules.int8_add_values_pays`): its output `elements`, whether the generic
+    kernel would table an operand's rescale there (`generic_tables`: `tvm_ext.kernels.elementwise.TABLED_ELEMENTS`
+    elements and more) and the flash bytes the values kernel adds beyond the generic kernel's (`added_bytes`: its
+    tables not granted to an earlier layer and its constant terms, less the generic kernel's tables; may be
+    negative), as `tvm_ext.transform.int8.binary.values_call` counts them."""
+
+    elements: int
+    generic_tables: bool
+    added_bytes: int
+
+
+@dataclass(frozen=True)
 class KernelSchedules:
     """What a backend's schedules give the kernels of one profile's core (`tvm_ext.schedule.kernel_schedule`):
     `output_channel_tile` accumulators of an integer MAC kernel, the tiles a float MAC kernel tries widest
@@ -311,8 +325,8 @@ class KernelSchedules:
     and the tabled ones' int32[256] tables; keywords multiplier, right, bias (`tvm_ext.kernels.elementwise.
     add_from_values`), lhs_scale, rhs_scale and activation), which the int8 lowering writes where the output stage
     fits and the flash holds the tables (it returns a TE tensor), or None: the generic kernel."""
-    int8_add_values_pays: Optional[Callable[[Any], bool]] = None
-    """Whether `int8_add_values` pays for one ADD or SUB, given its `tvm_ext.transform.int8.binary.AddValuesChoice`
+    int8_add_values_pays: Optional[Callable[[AddValuesChoice], bool]] = None
+    """Whether `int8_add_values` pays for one ADD or SUB, given its `AddValuesChoice`
     (output elements, whether the generic kernel tables an operand there, the flash bytes the kernel's tables and
     constant terms add beyond the generic kernel's tables): where not, that layer takes the generic kernel; None:
     `int8_add_values` wherever it fits."""

@@ -8,12 +8,8 @@ mobilenet_v2_050_64_int8's ten ADDs, seven of them below the generic kernel's ow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from backends.backend import AddValuesChoice
 from backends.code_price import INSTRUCTIONS_PER_BYTE
-
-if TYPE_CHECKING:  # the lowering imports the backends' schedules
-    from tvm_ext.transform.int8.binary import AddValuesChoice
 
 SAVED_PER_ELEMENT_TABLED = 1.0
 """The instructions an output element takes fewer in the values kernel than in the generic one where that tables an

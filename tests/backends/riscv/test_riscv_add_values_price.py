@@ -7,7 +7,7 @@ from __future__ import annotations
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.riscv.schedules.add_values_price import (SAVED_PER_ELEMENT_COMPUTED, SAVED_PER_ELEMENT_TABLED,
                                                        add_values_pay)
-from tvm_ext.transform.int8.binary import AddValuesChoice
+from backends.backend import AddValuesChoice
 
 TABLE = 1024
 

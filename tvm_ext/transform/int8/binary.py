@@ -18,6 +18,8 @@ import numpy as np
 from tvm import relax, te, tirx
 from tvm.relax.dpl import is_op
 
+from backends.backend import AddValuesChoice
+
 from ...kernels import Rounding
 from ...kernels.elementwise import add_from_values, is_halved_operand, rescaled_table_args
 from ...kernels.int8_tables import TABLE_SIZE, binary_scalar_table, rescaled_operand_table, scaled_operand_table
@@ -169,19 +171,6 @@ shift, not tabled; one table serves the layers of one operand quantization) save
 against the generic kernel where that tables the operand too (``elementwise.TABLED_ELEMENTS`` elements and more)
 and about 8 where it computes the rescale (fewer; cortex-m4f); smaller ones (an unrolled GRU's 64-unit gates) keep
 the generic kernel, which fuses with their neighbours."""
-
-
-@dataclass(frozen=True)
-class AddValuesChoice:
-    """One ADD's or SUB's choice of the values kernel (``values_call``) over the generic one, for the backend's price
-    (``LoweringContext.int8_add_values_pays``): its output ``elements``, whether the generic kernel would table an
-    operand's rescale there (``generic_tables``: ``elementwise.TABLED_ELEMENTS`` elements and more) and the flash bytes
-    the values kernel adds beyond the generic kernel's (``added_bytes``: its tables not granted to an earlier layer and
-    its constant terms, less the generic kernel's tables; may be negative)."""
-
-    elements: int
-    generic_tables: bool
-    added_bytes: int
 
 
 PRESCALED_ELEMENTS = 256

@@ -90,7 +90,7 @@ class LoweringContext:
     """The backend's own kernel of int8 ADD and SUB from the operands' doubled rescaled values
     (``backends.backend.KernelSchedules.int8_add_values``; None: none)."""
     int8_add_values_pays: Optional[Callable[[Any], bool]] = None
-    """Whether ``int8_add_values`` pays for one ADD or SUB, given its ``binary.AddValuesChoice`` (output elements,
+    """Whether ``int8_add_values`` pays for one ADD or SUB, given its ``backends.backend.AddValuesChoice`` (output elements,
     whether the generic kernel would table an operand, the flash bytes it adds beyond the generic kernel's)
     (``backends.backend.KernelSchedules.int8_add_values_pays``; None: wherever it fits)."""
     stacked_rows: bool = False
