@@ -13,8 +13,8 @@ these modules name the helpers and list the templates a bundle defines:
   channel tiles (`dual_mac_c`'s `conv_tiles_s8x4.h.in`) and the fused channel tiles of an unpadded
   convolution's pixel pair (`pair_tiles_c`);
 - `tiles_16x8_c`: the fused channel tiles of a 16x8 CONV_2D or FULLY_CONNECTED, one out-of-line copy per bundle
-  (`tiles_16x8.h.in`, Helium cores and RV32), a library of its own (`TILES_16X8_HELPERS`) that only its kernels' calls
-  record, with the 16x8 requantization it calls;
+  (`tiles_16x8.h.in`, Helium cores), a library of its own (`TILES_16X8_HELPERS`) that only its kernels' calls
+  record, with the 16x8 requantization it calls (RV32 bundles: `backends.riscv.helpers.RISCV_TILES_16X8_HELPERS`);
 - `window1_conv_c`: an int8 convolution whose window reads one input channel, every pixel and channel in one call
   (`window1_conv.h.in`, DSP cores), a library of its own (`WINDOW1_HELPERS`) that only its kernels' calls record;
 - `pointwise_few_c`: an int8 1x1 convolution of one to four input channels, every pixel and channel in one call
@@ -112,7 +112,8 @@ which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, who
 TILES_16X8_HELPERS = HelperLibrary("cortex_m_tiles_16x8", tiles_16x8_c, (CORTEX_M_HELPERS,), (REQUANTIZE_16X8,))
 """The fused 16x8 channel tiles (`tiles_16x8_c`): a library of its own, which only the bundles whose kernels call it
 define, after CORTEX_M_HELPERS (in a Helium bundle HELIUM_HELPERS), whose dual MAC or Helium lanes it uses, and the
-16x8 requantization (`packager.fixed_point_c`)."""
+16x8 requantization (`packager.fixed_point_c`). RV32 bundles define the same template as
+`backends.riscv.helpers.RISCV_TILES_16X8_HELPERS`, which needs no library."""
 
 
 def pair_part_helpers_c(prefix: str) -> str:

@@ -33,6 +33,7 @@ eight shared each input's load, and the copy's one input a step: see tiles_16x8.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -40,6 +41,7 @@ import tvm
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
+from backends.backend import HelperLibrary
 from backends.cortex_m.helpers import TILES_16X8_HELPERS
 from backends.cortex_m.helpers.tiles_16x8_c import dual_mac_s16x4_outlined_name, tiles_16x8_helper_name
 from backends.cortex_m.schedules.conv_tiles import (CONV_TILES_ACCESS, TILE, LoopOffsets, _dual_mac_window,
@@ -52,17 +54,33 @@ from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import map_leaves, map_store_expressions, walk, with_root_loops_replaced
 
 INT16_RANGE = (-(2**15), 2**15 - 1)
-TILES_16X8_OP = "tvm_ext.tiles_s16x4"
 # tiles_s16x4(out, x, w, bias, multiplier, act_min, act_max, x_row_stride, w_channel_stride, rows, row_len, channels):
 # CONV_TILES_ACCESS's reach but for its shifts (argument 5 here a value), the weights' rows up to the next whole tile
 TILES_16X8_ACCESS = with_tile_overread(
     HelperAccess(tuple(reach for reach in CONV_TILES_ACCESS.pointers if reach.argument != 5)), 2, 8)
-register_helper_call(TILES_16X8_OP, TILES_16X8_HELPERS, tiles_16x8_helper_name, TILES_16X8_ACCESS)
-register_out_of_line(TILES_16X8_OP)
-DUAL_MAC_S16_OUTLINED_OP = "tvm_ext.dual_mac_s16x4_outlined"
-"""DUAL_MAC_S16_OP's call of the int16 dual MAC's out-of-line copy (the same arguments and contract)."""
-register_helper_call(DUAL_MAC_S16_OUTLINED_OP, TILES_16X8_HELPERS, dual_mac_s16x4_outlined_name, DUAL_MAC_ACCESS)
-register_out_of_line(DUAL_MAC_S16_OUTLINED_OP)
+
+
+@dataclass(frozen=True)
+class Tiles16x8Ops:
+    """A core family's ops of the fused 16x8 tiles' call (``tiles``) and of the int16 dual MAC's out-of-line copy
+    (``outlined``: DUAL_MAC_S16_OP's arguments and contract), each registered with the library that defines both
+    helpers in that family's bundles (``register_tiles_16x8_ops``): the C names are the same in every family."""
+
+    tiles: str
+    outlined: str
+
+
+def register_tiles_16x8_ops(ops: Tiles16x8Ops, library: HelperLibrary) -> None:
+    """Register ``ops``' two helper calls as calls of ``library``'s fused tiles and dual MAC copy, both out of line."""
+    register_helper_call(ops.tiles, library, tiles_16x8_helper_name, TILES_16X8_ACCESS)
+    register_out_of_line(ops.tiles)
+    register_helper_call(ops.outlined, library, dual_mac_s16x4_outlined_name, DUAL_MAC_ACCESS)
+    register_out_of_line(ops.outlined)
+
+
+CORTEX_M_TILES_16X8 = Tiles16x8Ops("tvm_ext.tiles_s16x4", "tvm_ext.dual_mac_s16x4_outlined")
+"""The Cortex-M cores' ops (TILES_16X8_HELPERS, after the DSP or Helium library whose dual MAC or lanes it uses)."""
+register_tiles_16x8_ops(CORTEX_M_TILES_16X8, TILES_16X8_HELPERS)
 
 
 @dataclass(frozen=True)
@@ -136,9 +154,10 @@ def epilogue_16x8(stmt, tile) -> Optional[Epilogue16x8]:
     return Epilogue16x8(stmt, out, *loads, (low, high), bound)
 
 
-def tiles_16x8_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:
-    """The fused 16x8 tiles' call block computing what ``loop`` (inside the loops ``enclosing``) computes, or None
-    where it is not a loop over channel tiles of the module docstring's form."""
+def tiles_16x8_call(loop: tirx.For, enclosing: tuple,
+                    ops: Tiles16x8Ops = CORTEX_M_TILES_16X8) -> Optional[s_tir.SBlockRealize]:
+    """The fused 16x8 tiles' call block (``ops.tiles``) computing what ``loop`` (inside the loops ``enclosing``)
+    computes, or None where it is not a loop over channel tiles of the module docstring's form."""
     stmts = tile_loop_stmts(loop)
     found = sole_call(stmts, (DUAL_MAC_S16_OP,)) if stmts else None
     if found is None or found[0] + 2 != len(stmts):
@@ -174,16 +193,16 @@ def tiles_16x8_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRe
     starts = [at_first_tile(tirx.address_of(load), loop.loop_var) for load in (out, bias, multiplier)]
     args = [starts[0], at_first_tile(window.x, loop.loop_var), at_first_tile(window.w, loop.loop_var), *starts[1:],
             *epilogue.clamp, window.x_row_stride, window.w_tile_step // TILE, window.rows, window.row_len, channels]
-    call = tirx.call_intrin("int32", TILES_16X8_OP, *args)
+    call = tirx.call_intrin("int32", ops.tiles, *args)
     reads = [_whole(load.source) for load in (x, w, bias, multiplier)]
     block = s_tir.SBlock([], reads, [_region(pointee(starts[0]), channels)], "tiles_16x8", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
 
 
-def tiles_16x8_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def tiles_16x8_calls(func: tirx.PrimFunc, ops: Tiles16x8Ops = CORTEX_M_TILES_16X8) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel) with each loop over 16x8 channel tiles of the module docstring's form replaced by
-    one call of the fused tiles' out-of-line copy; any other function unchanged."""
-    return with_root_loops_replaced(func, tiles_16x8_call, enclosing=True)
+    one call of the fused tiles' out-of-line copy (``ops.tiles``); any other function unchanged."""
+    return with_root_loops_replaced(func, functools.partial(tiles_16x8_call, ops=ops), enclosing=True)
 
 
 def _window_elements(call: tvm.ir.Call) -> int:
@@ -192,9 +211,10 @@ def _window_elements(call: tvm.ir.Call) -> int:
     return int(rows) * int(row_len) if isinstance(rows, tirx.IntImm) and isinstance(row_len, tirx.IntImm) else 0
 
 
-def outlined_16x8_macs(func: tirx.PrimFunc, keep_widest: bool = False) -> tirx.PrimFunc:
+def outlined_16x8_macs(func: tirx.PrimFunc, keep_widest: bool = False,
+                       ops: Tiles16x8Ops = CORTEX_M_TILES_16X8) -> tirx.PrimFunc:
     """``func`` with each int16 dual MAC call (DUAL_MAC_S16_OP) a call of its out-of-line copy
-    (DUAL_MAC_S16_OUTLINED_OP): after ``tiles_16x8_calls``, the calls of a padded convolution's border regions. With
+    (``ops.outlined``): after ``tiles_16x8_calls``, the calls of a padded convolution's border regions. With
     ``keep_widest``, the calls of the kernel's widest window stay inlined (a padded convolution's interior, whose
     tile loop holds the border's tests on Helium cores: most of its pixels; cortex-m55 resnet8_w11_32x44_16x8, every
     call out of line: 14,692 -> 11,052 B of code for 8,561,731 -> 9,653,680 instructions)."""
@@ -205,7 +225,7 @@ def outlined_16x8_macs(func: tirx.PrimFunc, keep_widest: bool = False) -> tirx.P
     def outlined(node):
         if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name == DUAL_MAC_S16_OP \
                 and _window_elements(node) != widest:
-            return tirx.call_intrin("int32", DUAL_MAC_S16_OUTLINED_OP, *node.args)
+            return tirx.call_intrin("int32", ops.outlined, *node.args)
         return None
 
     body = map_store_expressions(func.body, outlined)

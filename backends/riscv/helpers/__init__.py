@@ -70,6 +70,8 @@ from backends.backend import HelperLibrary
 from backends.bias_forms import bias_form
 from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_HELPERS
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
+from backends.cortex_m.helpers.tiles_16x8_c import tiles_16x8_c
+from packager.fixed_point_c import REQUANTIZE_16X8
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_HELPERS
 from packager.template_files import helper_template_c
 
@@ -193,6 +195,14 @@ def riscv_helpers_c(prefix: str) -> str:
 
 
 RISCV_HELPERS = HelperLibrary("riscv", riscv_helpers_c)
+
+RISCV_TILES_16X8_HELPERS = HelperLibrary("riscv_tiles_16x8", tiles_16x8_c, (), (REQUANTIZE_16X8,))
+"""The fused 16x8 channel tiles and the int16 dual MAC's out-of-line copy on RV32 (`tiles_16x8_c`: the Cortex-M
+template, whose portable branch sums with a loop of its own): a library of its own that needs no other, where the
+Cortex-M cores' TILES_16X8_HELPERS needs CORTEX_M_HELPERS for the dual MAC of DSP cores. A bundle that also calls
+RISCV_HELPERS (a 16x8 depthwise layer's padding helper) cannot define CORTEX_M_HELPERS beside it: the two libraries
+define the requantization epilogue under the same names with different contracts (an unseen 16x8 DS-CNN on rv32imc
+did not build: conflicting types for `<prefix>_requantize_small_lane`)."""
 
 INTERLEAVED_MAC_TEMPLATE = "mac_s8x4_interleaved.h.in"
 

@@ -55,7 +55,7 @@ from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_CONV_TILES_LUT,
                                           RISCV_DEPTHWISE_TILE_FORMS, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE,
                                           RISCV_FC_ROWS, RISCV_PAIR_TILES, RISCV_PAIR_TILES_ODD, RISCV_PAIR_TILES_W8,
-                                          RISCV_TAIL_CHOICES,
+                                          RISCV_TAIL_CHOICES, RISCV_TILES_16X8,
                                           MIN_REDUCTION, depthwise_whole_tile, int8_pairs_pay, interleaved_mac_calls,
                                           mac_replacement, tiled_pair_macs, tiled_pair_tiles, tiled_unrolled_pays,
                                           one_tile_calls,
@@ -259,8 +259,10 @@ class RiscvMacSchedules:
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone). First, a
         16x8 layer's loop over a pixel's channel tiles as one call of the fused 16x8 tiles' out-of-line copy, and its
-        other int16 dual MAC calls as calls of that MAC's out-of-line copy (`tiles_16x8`)."""
-        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(outlined_16x8_macs(tiles_16x8_calls(func)), helper=RISCV_EPILOGUE,
+        other int16 dual MAC calls as calls of that MAC's out-of-line copy (`tiles_16x8`, RV32's own library of them:
+        `RISCV_TILES_16X8`)."""
+        tiles_16x8 = outlined_16x8_macs(tiles_16x8_calls(func, RISCV_TILES_16X8), ops=RISCV_TILES_16X8)
+        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(tiles_16x8, helper=RISCV_EPILOGUE,
                                                                         partial_tables=True,
                                                                         partial_stores=True),
                                               helper=RISCV_DOUBLE_EPILOGUE)

@@ -66,11 +66,13 @@ from backends.cortex_m.schedules.conv_tiles import (ConvTileHelpers, LoopOffsets
                                                    pointee, zeroed_stores)
 from backends.cortex_m.schedules.pair_tiles import (HELIUM_PAIR_TILES_ACCESS, PairTileHelpers, PairWindow,
                                                    channel_strided_args, channel_strided_window)
+from backends.cortex_m.schedules.tiles_16x8 import Tiles16x8Ops, register_tiles_16x8_ops
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper, stored_channels)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import dual_mac_interleaved_helper_name
 from backends.cortex_m.schedules.interleaved_mac import INTERLEAVED_MAC_ACCESS, interleaved_mac_call
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC_HELPERS, MAC_CHANNELS, RISCV_HELPERS,
+                                    RISCV_TILES_16X8_HELPERS,
                                     conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
                                     depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
                                     mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
@@ -267,6 +269,10 @@ RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), 
 """The channel tiles' epilogues the RISC-V helper computes: the "double_small" rounding (nearly every int8 layer's:
 its shifts, multipliers and sums bounded at compile time), with or without a lookup table after it, as the DSP
 cores' epilogue does."""
+
+RISCV_TILES_16X8 = Tiles16x8Ops("tvm_ext.riscv_tiles_s16x4", "tvm_ext.riscv_dual_mac_s16x4_outlined")
+"""The fused 16x8 tiles' ops on RV32, of RISCV_TILES_16X8_HELPERS (which needs no Cortex-M library)."""
+register_tiles_16x8_ops(RISCV_TILES_16X8, RISCV_TILES_16X8_HELPERS)
 
 REQUANTIZE_DOUBLE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_s8")
 """The epilogue of TFLite's double rounding for any sum and shift per bias type (`<prefix>_requantize_s8`, `_s8_b16`:

@@ -211,3 +211,32 @@ def test_16x8_tiles_call_the_fused_copy_on_helium_and_rv32_bit_exactly(target, t
     assert board.selftest.passed, board.selftest.output
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     assert _kernels_calling(kernels, "_tiles_s16x4(") >= 3, kernels
+
+
+def depthwise_then_conv_model() -> Model:
+    """A DS-CNN's 16x8 pair of layers on a 25x5 image of 40 channels, side by side: a SAME 3x3 DEPTHWISE_CONV_2D (its
+    border's taps outside the image through RV32's padding helper) and a 1x1 CONV_2D with a multiplier per channel
+    (the fused 16x8 tiles)."""
+    rng = np.random.default_rng(62)
+    tensors: list[Tensor] = []
+    depthwise_in, depthwise, depthwise_out = _operator(
+        tensors, "dw", "DEPTHWISE_CONV_2D", (1, 25, 5, 40), rng.integers(-127, 128, (1, 3, 3, 40)).astype(np.int8),
+        (1, 25, 5, 40), _depthwise_options(Padding.SAME), 0, channel_axis=3, scale_step=0.01)
+    conv_in, conv, conv_out = _operator(
+        tensors, "conv", "CONV_2D", (1, 25, 5, 40), rng.integers(-127, 128, (40, 1, 1, 40)).astype(np.int8),
+        (1, 25, 5, 40), _conv_options(Padding.VALID), 1, scale_step=0.01)
+    return Model(tensors, [depthwise, conv], (depthwise_in, conv_in), (depthwise_out, conv_out))
+
+
+def test_16x8_tiles_build_beside_rv32s_own_helpers_bit_exactly(tmp_path):
+    """An rv32imc bundle whose 16x8 kernels call both the fused 16x8 tiles and RV32's own helpers (the depthwise
+    padding's) builds and is bit-exact: the tiles' library there needs no Cortex-M library, whose requantization
+    epilogue has RV32's names with another contract (`backends.riscv.helpers.RISCV_TILES_16X8_HELPERS`; with the
+    Cortex-M one beside RV32's the bundle did not build: conflicting types for `<prefix>_requantize_small_lane`)."""
+    path = tmp_path / "depthwise_then_conv_16x8.tflite"
+    path.write_bytes(build(depthwise_then_conv_model()))
+    board = compile(path, "rv32imc", tmp_path / "rv32imc")
+    assert board.selftest.passed, board.selftest.output
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert _kernels_calling(kernels, "_tiles_s16x4(") >= 1 and _kernels_calling(kernels, "_depthwise_pad_s8x8(") >= 1, \
+        kernels
