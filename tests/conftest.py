@@ -310,6 +310,17 @@ def writable_copy(bundle: "Bundle", folder: Path) -> "Bundle":
                                archive=out_dir / bundle.archive.relative_to(bundle.out_dir))
 
 
+def pytest_configure(config) -> None:
+    """TVM's import in the test processes leaves PyTorch out, as the command line's does
+    (target.tvm_import_hook.leave_torch_out_of_tvm): otherwise each pytest-xdist worker imports torch while it
+    collects the tests (the first test module importing TVM), some 2.7 CPU-seconds of the ~5 that TVM's import
+    then takes (measured on the loaded 2-core machine). The few tests that use torch import it when they run
+    (tests/tvm_ext/frontend/pytorch_nets.py, torchvision_import.py)."""
+    from target.tvm_import_hook import leave_torch_out_of_tvm
+
+    leave_torch_out_of_tvm()
+
+
 def pytest_addoption(parser) -> None:
     parser.addoption("--backend-suite", action="store_true",
                      help="run every pair of the backend suite (tests/backends/test_backends_match_generic_c.py: "

@@ -13,23 +13,8 @@ from onnxruntime import quantization
 from onnxruntime_match import NormalCalibration, mismatches
 from tvm_ext.compile import compile
 
-torch = pytest.importorskip("torch")
-nn = torch.nn
-
 STEPS, FEATURES, UNITS, CLASSES = 7, 5, 8, 4
 SHAPE = (1, STEPS, FEATURES)
-
-
-class _KeywordNet(nn.Module):
-    """`cell` (nn.GRU or nn.LSTM, batch first) over the frames, then a Linear on the last step's hidden state."""
-
-    def __init__(self, cell: type[nn.Module]) -> None:
-        super().__init__()
-        self.cell = cell(FEATURES, UNITS, batch_first=True)
-        self.head = nn.Linear(UNITS, CLASSES)
-
-    def forward(self, x):
-        return self.head(self.cell(x)[0][:, -1])
 
 
 # GRU alone (seconds): ONNX's own node tests check GRU's, LSTM's and RNN's equations (test_onnx_conformance.py);
@@ -37,10 +22,13 @@ class _KeywordNet(nn.Module):
 # model.
 @pytest.mark.parametrize("cell", ["GRU"])
 def test_pytorch_recurrent_export_compiles_quantized(tmp_path, cell):
+    torch = pytest.importorskip("torch")
+    from pytorch_nets import KeywordNet
+
     torch.manual_seed(0)
     path, quantized = tmp_path / f"{cell}.onnx", tmp_path / f"{cell}_int8.onnx"
-    torch.onnx.export(_KeywordNet(getattr(nn, cell)).eval(), (torch.randn(*SHAPE),), str(path), dynamo=False,
-                      opset_version=17)
+    net = KeywordNet(getattr(torch.nn, cell), FEATURES, UNITS, CLASSES).eval()
+    torch.onnx.export(net, (torch.randn(*SHAPE),), str(path), dynamo=False, opset_version=17)
     assert cell in {node.op_type for node in onnx.load(str(path)).graph.node}
     input_name = onnx.load(str(path)).graph.input[0].name
     quantization.quantize_static(str(path), str(quantized), NormalCalibration(input_name, SHAPE),
