@@ -85,6 +85,9 @@ class LoweringContext:
     int8_add_values: Optional[Callable[..., te.Tensor]] = None
     """The backend's own kernel of int8 ADD and SUB from the operands' doubled rescaled values
     (``backends.backend.KernelSchedules.int8_add_values``; None: none)."""
+    int8_add_values_first: bool = False
+    """Whether ``int8_add_values`` is tried before ``int8_add`` where both apply
+    (``backends.backend.KernelSchedules.int8_add_values_first``)."""
     stacked_rows: bool = False
     """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
     where the weights allow it."""
