@@ -27,7 +27,7 @@ from tvm import te, tirx
 from backends.backend import HelperLibrary
 from backends.cortex_m.schedules.dsp_add import ADD_VALUES_HELPERS, dsp_add_values
 from packager.template_files import helper_template_c
-from tvm_ext.tir.extern_stage import element_address, extern_from_zero
+from tvm_ext.tir.extern_stage import element_address, extern_from_zero, runs_of
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 
@@ -82,14 +82,7 @@ def helium_add_values(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, multip
                 "int32", ADD_VALUES4_OP, *(element_address(buffer, start) for buffer in (outs[0], a, b)),
                 start.astype("int32"), a_values, b_values, *constants, tirx.const(lanes, "int32")))
 
-        whole, rest = divmod(count, LANES)
-        steps = []
-        if whole:
-            i = tirx.Var("i", index_type)
-            steps.append(tirx.For(i, tirx.const(0, index_type), tirx.const(whole, index_type), tirx.ForKind.SERIAL,
-                                  call(i * tirx.const(LANES, index_type), LANES)))
-        if rest:
-            steps.append(call(tirx.const(whole * LANES, index_type), rest))
+        steps = runs_of(count, LANES, index_type, call)
         return steps[0] if len(steps) == 1 else tirx.SeqStmt(steps)
 
     return extern_from_zero(shape, [lhs, rhs, *tables], build, "add_int8_values")
