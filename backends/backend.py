@@ -311,9 +311,9 @@ class KernelSchedules:
     fits and the flash holds the tables (it returns a TE tensor), or None: the generic kernel."""
     int8_add_values_first: bool = False
     """Whether the int8 lowering tries `int8_add_values` before `int8_add` on an ADD of two computed operands of one
-    shape (both apply there): a core whose kernel from values tabled at compile time is smaller than its own ADD
-    and no slower (Helium's: `backends.cortex_m.schedules.helium_add_values`); `int8_add` where the flash does not
-    grant the tables."""
+    shape (both apply there): a core whose kernel from values tabled at compile time takes less code than its own
+    ADD for instructions within the price of code (Helium's: `backends.cortex_m.schedules.helium_add_values`);
+    `int8_add` where the flash does not grant the tables."""
     dense_unit_tile: int = 0
     """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
     or a CONV_2D's (int8 or 16x8) output channels with zero weight rows where it does not divide them, for a core whose MAC helper

@@ -87,7 +87,7 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
         own = backend_kernel(ctx) if dtypes == {"int8"} and computed else None
         # the backend's own kernel first on two computed operands of one shape (Helium's vector ADD: 3.4
         # instructions per output byte on cortex-m55 where the values' kernel takes 9.2)
-        # (unless the backend's kernel from values tabled at compile time comes first: Helium's, no larger nor slower)
+        # (unless the backend's kernel from values tabled at compile time comes first: Helium's, whose code is smaller)
         own_first = own is not None and not ctx.int8_add_values_first \
             and [int(d) for d in lhs.tensor.ty.shape] == [int(d) for d in rhs.tensor.ty.shape]
         # one computed operand at least: an operator of constants is folded on the host, which cannot run a backend's
