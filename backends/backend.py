@@ -309,11 +309,12 @@ class KernelSchedules:
     and the tabled ones' int32[256] tables; keywords multiplier, right, bias (`tvm_ext.kernels.elementwise.
     add_from_values`), lhs_scale, rhs_scale and activation), which the int8 lowering writes where the output stage
     fits and the flash holds the tables (it returns a TE tensor), or None: the generic kernel."""
-    int8_add_values_first: bool = False
-    """Whether the int8 lowering tries `int8_add_values` before `int8_add` on an ADD of two computed operands of one
-    shape (both apply there): a core whose kernel from values tabled at compile time takes less code than its own
-    ADD for instructions within the price of code (Helium's: `backends.cortex_m.schedules.helium_add_values`);
-    `int8_add` where the flash does not grant the tables."""
+    int8_add_values_first: Optional[Callable[[Sequence[Any]], bool]] = None
+    """Whether the int8 lowering tries `int8_add_values` before `int8_add` on the ADDs of two computed operands of
+    one shape (both apply there) in a model, given each such ADD as `int8_add_pays` takes them: a core whose kernel
+    from values tabled at compile time may take less code than its own ADD, priced per model (Helium's:
+    `backends.cortex_m.schedules.helium_add_values.values_first_pays`); `int8_add` where the flash does not grant the
+    tables. None: `int8_add` first."""
     dense_unit_tile: int = 0
     """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
     or a CONV_2D's (int8 or 16x8) output channels with zero weight rows where it does not divide them, for a core whose MAC helper

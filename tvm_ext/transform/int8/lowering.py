@@ -85,9 +85,9 @@ class LoweringContext:
     int8_add_values: Optional[Callable[..., te.Tensor]] = None
     """The backend's own kernel of int8 ADD and SUB from the operands' doubled rescaled values
     (``backends.backend.KernelSchedules.int8_add_values``; None: none)."""
-    int8_add_values_first: bool = False
-    """Whether ``int8_add_values`` is tried before ``int8_add`` where both apply
-    (``backends.backend.KernelSchedules.int8_add_values_first``)."""
+    int8_add_values_first: Optional[Callable[[Sequence[Any]], bool]] = None
+    """Whether ``int8_add_values`` is tried before ``int8_add`` where both apply, given the model's ADDs as
+    ``int8_add_pays`` takes them (``backends.backend.KernelSchedules.int8_add_values_first``; None: never)."""
     stacked_rows: bool = False
     """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
     where the weights allow it."""
