@@ -330,6 +330,12 @@ class KernelSchedules:
     (output elements, whether the generic kernel tables an operand there, the flash bytes the kernel's tables and
     constant terms add beyond the generic kernel's tables): where not, that layer takes the generic kernel; None:
     `int8_add_values` wherever it fits."""
+    int8_add_values_first: Optional[Callable[[Sequence[Any]], bool]] = None
+    """Whether the int8 lowering tries `int8_add_values` before `int8_add` on the ADDs of two computed operands of
+    one shape (both apply there) in a model, given each such ADD as `int8_add_pays` takes them: a core whose kernel
+    from values tabled at compile time may take less code than its own ADD, priced per model (Helium's:
+    `backends.cortex_m.schedules.helium_add_values.values_first_pays`); `int8_add` where the flash does not grant the
+    tables. None: `int8_add` first."""
     dense_unit_tile: int = 0
     """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
     or a CONV_2D's (int8 or 16x8) output channels with zero weight rows where it does not divide them, for a core whose MAC helper

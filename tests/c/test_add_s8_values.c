@@ -59,6 +59,41 @@ static int halved(int32_t multiplier, int32_t shift, int32_t left_shift)
     return multiplier == (1 << 30) && shift == 0 && left_shift >= 1;
 }
 
+#if defined(LP_ADD_VALUES_LANES)
+/* Every pair of one ADD or SUB parameter set through Helium's four-lane helper (helium_add_values.h.in): a's row of
+ * 256 pairs (b = -128..127) in calls of 1 to 4 lanes (each count in turn, so the predicated lanes are checked too),
+ * the tabled operand as the helper's a (a shifted operand its b, times its scale). */
+static void check_lanes(const struct add_params *p, int32_t values[2][256], const int shifted[2],
+                        int32_t shifted_scale, int32_t right, int32_t bias)
+{
+    const int32_t tabled = shifted[0] ? 1 : 0;
+    const int32_t signs[2] = {1, p->sign};
+    const int32_t b_scale = shifted[1 - tabled] ? signs[1 - tabled] * shifted_scale : 0;
+    for (int32_t a = -128; a < 128; ++a) {
+        int8_t as[256], bs[256], out[256];
+        for (int32_t k = 0; k < 256; ++k) {
+            as[k] = (int8_t)a;
+            bs[k] = (int8_t)(k - 128);
+        }
+        const int8_t *first = tabled == 0 ? as : bs, *second = tabled == 0 ? bs : as;
+        for (int32_t index = 0, turn = a; index < 256; ++turn) {
+            const int32_t lanes = 256 - index < 1 + (turn & 3) ? 256 - index : 1 + (turn & 3);
+            lp_add_s8_values4(&out[index], &first[index], &second[index], index, values[tabled], values[1 - tabled],
+                              b_scale, p->out_multiplier, right, bias, p->low, p->high, lanes);
+            index += lanes;
+        }
+        for (int32_t k = 0; k < 256; ++k) {
+            const int8_t want = expected((int8_t)a, bs[k], p);
+            ++checks;
+            if (out[k] != want && failures++ < 8) {
+                printf("FAIL lanes a %ld b %ld sign %ld out shift %ld: got %d, expected %d\n", (long)a,
+                       (long)bs[k], (long)p->sign, (long)p->out_shift, out[k], want);
+            }
+        }
+    }
+}
+#endif
+
 /* Every pair of one parameter set through the tables (or shifts), the helper and the clamp. ADD's and SUB's terms
  * are the rescaled values doubled (factor 2), SQUARED_DIFFERENCE's as they are (factor 1), as
  * tvm_ext/transform/int8/binary.py values_call writes them. */
@@ -102,6 +137,11 @@ static void check(const struct add_params *p)
         ++failures;
         return;
     }
+#if defined(LP_ADD_VALUES_LANES)
+    if (!p->squared) {
+        check_lanes(p, values, shifted, shifted_scale, right, bias);
+    }
+#endif
     for (int32_t a = -128; a < 128; ++a) {
         for (int32_t b = -128; b < 128; ++b) {
             const int32_t xs[2] = {a, b};

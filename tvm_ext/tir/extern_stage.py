@@ -4,7 +4,7 @@ as TIR statements (``tvm_ext.kernels.copy_runs``, a backend's own kernels such a
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tvm import te, tirx
 
@@ -37,3 +37,18 @@ def row_major_indices(buffer: tirx.Buffer, offset: tirx.PrimExpr) -> list[tirx.P
 def element_address(buffer: tirx.Buffer, offset: tirx.PrimExpr) -> tirx.PrimExpr:
     """The address of ``buffer``'s row-major element ``offset`` (a helper call's pointer argument)."""
     return tirx.address_of(tirx.BufferLoad(buffer, row_major_indices(buffer, offset)))
+
+
+def runs_of(count: int, run: int, index_type: str, call: Callable[[tirx.PrimExpr, int], tirx.Stmt]) -> list[tirx.Stmt]:
+    """The statements of an extern stage over ``count`` elements in runs of ``run``: a loop (its variable of
+    ``index_type``) of ``call(start, run)`` over the whole runs, then ``call(start, rest)`` for the rest, each where
+    there is one; ``start`` the run's first element."""
+    runs, rest = divmod(count, run)
+    steps = []
+    if runs:
+        r = tirx.Var("r", index_type)
+        steps.append(tirx.For(r, tirx.const(0, index_type), tirx.const(runs, index_type), tirx.ForKind.SERIAL,
+                              call(r * tirx.const(run, index_type), run)))
+    if rest:
+        steps.append(call(tirx.const(runs * run, index_type), rest))
+    return steps

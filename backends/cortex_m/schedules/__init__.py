@@ -111,6 +111,7 @@ from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8, helium_adds_pay
+from backends.cortex_m.schedules.helium_add_values import helium_add_values, values_first_pays
 from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium_qlinear_conv
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, HELIUM_FLOAT_TILE_MIN_MACS, float_epilogue_calls,
@@ -421,7 +422,12 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # Helium too where its own ADD does not take the operator (two computed operands of one shape): cortex-m55's
         # generic kernels took 13-14 instructions per output byte (vit3h_28: 1,756,137 -> 1,663,818 instructions,
         # code 9,988 -> 9,900 B; vit_tiny_16: 1,898,215 -> 1,801,640, 8,848 -> 8,732 B)
-        int8_add_values=dsp_add_values if has_dsp_extension(profile) else None,
+        # ... on Helium four outputs a call where its operands are of one shape (`helium_add_values`), before its own
+        # ADD, which builds the same tables at run time, where its code pays (simple_add_model: code 316 -> 132 B,
+        # cortex-m4f's 148 B)
+        int8_add_values=helium_add_values if has_mve(profile) else dsp_add_values if has_dsp_extension(profile)
+        else None,
+        int8_add_values_first=values_first_pays if has_mve(profile) else None,
         # the int8 softmax helper on every core with the DSP extension, MVE's too (cortex-m55: the helper's kernel
         # 796 -> 404 B on kws_ref_model, and faster; the generic kernel's fixed-point arithmetic is 64-bit)
         int8_softmax=softmax_s8_rows if has_dsp_extension(profile) else None,

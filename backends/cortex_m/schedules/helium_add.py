@@ -26,7 +26,7 @@ from tvm import te, tirx
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.helpers.helium_c import add_s8_helper_name, add_s8_tables_helper_name
 from backends.cortex_m.schedules.dual_mac import register_mac_helper
-from tvm_ext.tir.extern_stage import element_address, extern_from_zero
+from tvm_ext.tir.extern_stage import element_address, extern_from_zero, runs_of
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_out_of_line
 
 ADD_S8_OP = "tvm_ext.add_s8"
@@ -164,15 +164,8 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
                 "int32", ADD_S8_OP, *(element_address(buffer, start) for buffer in (outs[0], ins[0], ins[1])),
                 tirx.const(length, "int32"), tables, *operands, *output))
 
-        runs, rest = divmod(count, RUN)
-        steps = [tirx.Evaluate(tirx.call_intrin("int32", ADD_S8_TABLES_OPS[table_values], tables, *operands,
-                                                output[1]))]
-        if runs:
-            r = tirx.Var("r", index)
-            steps.append(tirx.For(r, tirx.const(0, index), tirx.const(runs, index), tirx.ForKind.SERIAL,
-                                  run(r * tirx.const(RUN, index), RUN)))
-        if rest:
-            steps.append(run(tirx.const(runs * RUN, index), rest))
-        return tirx.SeqStmt([tirx.AllocBuffer(values), *steps])
+        tables_call = tirx.Evaluate(tirx.call_intrin("int32", ADD_S8_TABLES_OPS[table_values], tables, *operands,
+                                                     output[1]))
+        return tirx.SeqStmt([tirx.AllocBuffer(values), tables_call, *runs_of(count, RUN, index, run)])
 
     return extern_from_zero(shape, [lhs, rhs], build, "add_int8_helium")

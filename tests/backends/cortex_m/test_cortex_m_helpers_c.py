@@ -55,6 +55,7 @@ from backends.cortex_m.helpers.tiles_16x8_c import TILES_16X8_TEMPLATE
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
 from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_TEMPLATE
 from backends.cortex_m.schedules.dsp_add import ADD_VALUES_TEMPLATE
+from backends.cortex_m.schedules.helium_add_values import HELIUM_ADD_VALUES_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
 from packager.c_text import macro_prefix
@@ -229,6 +230,13 @@ UNIT_TESTS_BY_HELPER = [
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),
+    # ... and Helium's four lanes a call on the same test (ADD and SUB: every pair through both), on the host too
+    HelperUnitTest("add_s8_values", (*SCALAR_REQUANTIZE, ADD_VALUES_TEMPLATE, HELIUM_ADD_VALUES_TEMPLATE),
+                   profile="cortex-m55", template_c=functools.partial(requantize_template_c,
+                                                                      helper_c=functools.partial(
+                                                                          helper_template_c,
+                                                                          "backends.cortex_m.helpers")),
+                   core_macro=f"{macro_prefix(PREFIX)}_ADD_VALUES_MVE"),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)

@@ -4,7 +4,8 @@ values_call): on cortex-m4f an int8 ADD or SUB of at least binary.VALUES_ELEMENT
 calling `<prefix>_add_s8_value` (either operand of the larger scale, a fused ReLU narrower than int8, SUB, operands
 of equal scale, a broadcast operand), the tables in flash shared by the layers of one operand quantization; a small
 one keeps the generic kernel; every one bit for bit with TFLite Micro under QEMU mps2-an386 and on the host (the
-helper's portable C), and on rv32imc under QEMU virt (the same kernels, the portable C). Helium keeps its own ADD. (Every operand pair: test_int8_elementwise_ops.)"""
+helper's portable C), and on rv32imc under QEMU virt (the same kernels, the portable C); on cortex-m55 the ADDs and
+SUBs of operands of one shape four outputs a call (helium_add_values.py). (Every operand pair: test_int8_elementwise_ops.)"""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 
 import numpy as np  # noqa: E402
 
+import backends.cortex_m.schedules as cortex_m_schedules  # noqa: E402
 from tvm_ext.transform.int8.binary import VALUES_ELEMENTS  # noqa: E402
 
 SHAPE = (1, 5, 7, 9)
@@ -54,13 +56,18 @@ def _model(shape: tuple[int, ...]) -> bytes:
     return build(Model(tensors, operators, (0, 1, 2, 3), (4, 5, 6, 7, 8, 9)))
 
 
+def _kernel_calls(bundle, kernels: str, helper: str) -> int:
+    """How many of the run function's kernel calls run a kernel whose body calls `helper` (a name's tail)."""
+    users = [name for name, body in kernel_bodies(kernels).items() if f"{helper}(" in body]
+    run = (bundle.out_dir / f"{bundle.plan.model}_model.c").read_text()
+    return sum(run.count(f"{name}(") for name in users)
+
+
 def _value_helper_calls(bundle, kernels: str) -> int:
     """How many of the run function's kernel calls run a kernel that calls `<prefix>_add_s8_value`: one per layer
     taking the helper, whether or not layers that differ only in their constants share one kernel
     (tvm_ext/transform/share_constant_variants.py)."""
-    users = [name for name, body in kernel_bodies(kernels).items() if "_add_s8_value(" in body]
-    run = (bundle.out_dir / f"{bundle.plan.model}_model.c").read_text()
-    return sum(run.count(f"{name}(") for name in users)
+    return _kernel_calls(bundle, kernels, "_add_s8_value")
 
 
 LARGE = (1, 8, 16, 9)
@@ -86,6 +93,22 @@ def test_dsp_add_and_sub_read_tabled_values_and_stay_bit_exact(tmp_path, target,
     if calls == 6:
         assert len(re.findall(r"\(\w+\): int32\[256\] \*/", weights)) == 4, weights
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable steps
+
+
+@needs_cross_tools
+def test_helium_adds_and_subs_of_one_shape_take_four_lanes_a_call(tmp_path, monkeypatch):
+    """On cortex-m55 (backends/cortex_m/schedules/helium_add_values.py): the ADDs and SUBs of operands of one shape
+    (a shifted operand or two tabled, a ReLU's clamp, 315 elements: 78 whole calls and a predicated one of 3) call
+    `<prefix>_add_s8_values4` on the tables in flash, before Helium's own ADD (no run-time tables) where that one
+    pays (here wherever it fits: three ADDs of 315 elements do not pay it, test_helium_add) and this one's code pays
+    more; the broadcast ADD keeps the element loop; bit-exact under QEMU mps3-an547 and on the host (the helper's
+    portable C)."""
+    monkeypatch.setattr(cortex_m_schedules, "helium_adds_pay", lambda adds: True)
+    bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(SHAPE), "cortex-m55", "mps3-an547")
+    assert _kernel_calls(bundle, kernels, "_add_s8_values4") == 5, kernels
+    assert _value_helper_calls(bundle, kernels) == 1, kernels  # the broadcast a + c
+    assert "_add_s8_tables(" not in kernels, kernels
+    host_selftest_passes(bundle.out_dir)
 
 
 @needs_cross_tools

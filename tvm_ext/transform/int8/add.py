@@ -91,5 +91,13 @@ def own_add(ctx: LoweringContext) -> Optional[Callable[..., Optional[te.Tensor]]
     return declined
 
 
+def values_before_own(ctx: LoweringContext) -> bool:
+    """Whether the backend's kernel from values tabled at compile time comes before its own int8 ADD kernel in the
+    model (``LoweringContext.int8_add_values_first`` of `computed_adds`), where that one is the model's (it pays)."""
+    if ctx.int8_add_values_first is None or own_add(ctx) in (None, declined):
+        return False
+    return ctx.int8_add_values_first(computed_adds(ctx.graph, ctx.rounding))
+
+
 LOWERING = binary_lowering("ADD", "relax.add", add_int8, add_params, add_params_int16,
-                           backend_kernel=own_add, rescaled_sign=1)
+                           backend_kernel=own_add, rescaled_sign=1, values_first=values_before_own)

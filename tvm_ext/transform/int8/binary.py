@@ -45,7 +45,8 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
                     int16_params_of: Optional[ParamsOf] = None,
                     tables: Callable[[], tuple[relax.Constant, ...]] = tuple,
                     backend_kernel: Callable[[LoweringContext], Optional[Callable[..., Optional[te.Tensor]]]]
-                    = lambda ctx: None, rescaled_sign: Optional[int] = None) -> Lowering:
+                    = lambda ctx: None, rescaled_sign: Optional[int] = None,
+                    values_first: Callable[[LoweringContext], bool] = lambda ctx: False) -> Lowering:
     """The lowering of the TFLite operator ``kind``, imported as the Relax op ``relax_op``, to ``kernel``
     (operands: both inputs, then the constants ``tables()`` gives; keywords: operand and output zero points,
     ``params_of``'s result, activation, rounding). With ``int16_params_of``, int16 operands and output of zero
@@ -53,7 +54,8 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
     operands neither of which is a constant (a constant operator would be folded on the host, which cannot run
     a backend's helper calls): the generic ``kernel`` where it gives None. With ``rescaled_sign`` (the sign of
     rhs's term: ADD 1, SUB -1), the kernel from the operands' rescaled values (``values_call``) before both, except
-    where the backend's kernel has two operands of one shape; and where no backend kernel is tried, the int8
+    where the backend's kernel has two operands of one shape and not ``values_first(ctx)``; and where no backend
+    kernel is tried, the int8
     operands that ``kernels.elementwise.rescaled_table_args`` names get their rescaled values' tables (`rescaled_tables`) as
     the kernel's operands after both inputs (``tables()`` gives none then)."""
     lhs_operand, rhs_operand = DequantizedOperand(), DequantizedOperand()
@@ -89,7 +91,10 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
         own = backend_kernel(ctx) if dtypes == {"int8"} and computed else None
         # the backend's own kernel first on two computed operands of one shape (Helium's vector ADD: 3.4
         # instructions per output byte on cortex-m55 where the values' kernel takes 9.2)
-        own_first = own is not None and [int(d) for d in lhs.tensor.ty.shape] == [int(d) for d in rhs.tensor.ty.shape]
+        # (unless the backend's kernel from values tabled at compile time comes first in this model: Helium's, where
+        # its smaller code pays its instructions)
+        own_first = own is not None and not values_first(ctx) \
+            and [int(d) for d in lhs.tensor.ty.shape] == [int(d) for d in rhs.tensor.ty.shape]
         # one computed operand at least: an operator of constants is folded on the host, which cannot run a backend's
         # helper calls (a constant operand is a weight of the kernel: a positional embedding's ADD)
         if rescaled_sign is not None and dtypes == {"int8"} and not all(constants) and not own_first:

@@ -93,6 +93,9 @@ class LoweringContext:
     """Whether ``int8_add_values`` pays for one ADD or SUB, given its ``backends.backend.AddValuesChoice`` (output elements,
     whether the generic kernel would table an operand, the flash bytes it adds beyond the generic kernel's)
     (``backends.backend.KernelSchedules.int8_add_values_pays``; None: wherever it fits)."""
+    int8_add_values_first: Optional[Callable[[Sequence[Any]], bool]] = None
+    """Whether ``int8_add_values`` is tried before ``int8_add`` where both apply, given the model's ADDs as
+    ``int8_add_pays`` takes them (``backends.backend.KernelSchedules.int8_add_values_first``; None: never)."""
     stacked_rows: bool = False
     """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
     where the weights allow it."""
