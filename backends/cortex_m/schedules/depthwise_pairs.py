@@ -167,6 +167,9 @@ class SteppedCost:
 
 STEPPED_COST = SteppedCost()
 
+_STEPPED_OP = {DSP_TILES_W16_OPS[bias]: DSP_TILES_STEPPED_OPS[bias] for bias in DSP_TILES_W16_OPS}
+"""The stepped form's op of each one-pixel fused call's op (one per bias type)."""
+
 
 @dataclass(frozen=True)
 class _Leaf:
@@ -341,9 +344,8 @@ def _stepped(nest: list[tirx.For], leaf: _Leaf, cost: SteppedCost, instructions_
     if passes is None or not cost.pays(rows * cols, int(np.count_nonzero(passes)) * (channels // 4),
                                        instructions_per_byte):
         return None
-    bias = next(bias for bias, op in DSP_TILES_W16_OPS.items() if op == leaf.call.op.name)
     block = leaf.realize.block
-    call = tirx.Evaluate(tirx.call_intrin("int32", DSP_TILES_STEPPED_OPS[bias], *args))
+    call = tirx.Evaluate(tirx.call_intrin("int32", _STEPPED_OP[leaf.call.op.name], *args))
     stmt = s_tir.SBlockRealize(leaf.realize.iter_values, leaf.realize.predicate,
                                s_tir.SBlock([], block.reads, block.writes, block.name_hint, call))
     if leaf.test is not None:

@@ -47,23 +47,23 @@ def cold_requantize_pays(func: tirx.PrimFunc, calls: int) -> bool:
     instructions it adds are worth with its biased requantizations out of line (CALL_SAVED_BYTES a call site, the
     function's copy CALL_CODE_BYTES counted against each kernel; CALL_EXTRA_INSTRUCTIONS an executed call); False
     where it has none."""
-    sites = list(site_executions(func.body, REQUANTIZE_BIASED_S8_OP))
+    sites = list(_site_executions(func.body))
     if not sites:
         return False
     saved = len(sites) * CALL_SAVED_BYTES - CALL_CODE_BYTES
     return saved * INSTRUCTIONS_PER_BYTE >= calls * sum(sites) * CALL_EXTRA_INSTRUCTIONS
 
 
-def site_executions(node, op: str, times: int = 1) -> Iterator[int]:
-    """The executions per call of its function of each call of the op named ``op`` under ``node`` (those in
-    another's arguments too): the product of the constant extents of the loops around it (a loop of another extent
-    counts once)."""
+def _site_executions(node, times: int = 1) -> Iterator[int]:
+    """The executions per call of its function of each call of `<prefix>_requantize_biased_s8` under ``node``
+    (those in another's arguments too): the product of the constant extents of the loops around it (a loop of
+    another extent counts once)."""
     if isinstance(node, tirx.For) and isinstance(node.extent, tirx.IntImm):
         times *= int(node.extent)
-    if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name == op:
+    if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name == REQUANTIZE_BIASED_S8_OP:
         yield times
     for child in children(node):
-        yield from site_executions(child, op, times)
+        yield from _site_executions(child, times)
 
 
 def cold_requantize_kernels(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> list[str]:

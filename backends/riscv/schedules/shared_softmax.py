@@ -20,11 +20,11 @@ import tvm
 from tvm import tirx
 
 from backends.code_price import INSTRUCTIONS_PER_BYTE
+from backends.cortex_m.schedules.conv_tiles import op_executions
 from backends.cortex_m.schedules.softmax_rows import SOFTMAX_S8_ACCESS, SOFTMAX_S8_OP
 from backends.riscv.helpers import SOFTMAX_SHARED_HELPERS, softmax_shared_name
-from backends.riscv.schedules.cold_requantize import site_executions
 from tvm_ext.tir.helper_calls import register_helper_call
-from tvm_ext.tir.tir_walk import map_nodes, map_store_expressions
+from tvm_ext.tir.tir_walk import map_store_expressions
 
 SOFTMAX_S8_SHARED_OP = "tvm_ext.riscv_softmax_s8_shared"
 # The call (out, in, rows, depth, exp_table) of SOFTMAX_S8_OP's contract, out of line.
@@ -44,7 +44,7 @@ attention scores, one head) 7,080 more."""
 
 def softmax_executions(func: tirx.PrimFunc) -> list[int]:
     """The executions per call of ``func`` of each of its calls of the inlined softmax (one row each, mostly)."""
-    return list(site_executions(func.body, SOFTMAX_S8_OP))
+    return [times for _call, times in op_executions(func.body, {SOFTMAX_S8_OP})]
 
 
 def shared_softmax_kernels(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> list[str]:
