@@ -2,7 +2,8 @@
 -> one kernel each, with onnxruntime's arithmetic: QLinearConv and QLinearMatMul (and QGemm, the QLinearMatMul
 marker with a bias) of ``tvm_ext.kernels.onnx_qlinear``, QLinearAdd and QLinearMul of
 ``tvm_ext.kernels.onnxruntime_elementwise``, the two average pools of ``tvm_ext.kernels.onnxruntime_pool``,
-QLinearSoftmax of ``tvm_ext.kernels.onnxruntime_softmax``.
+QLinearSoftmax of ``tvm_ext.kernels.onnxruntime_softmax``, QLinearLeakyRelu a lookup in the table of
+``tvm_ext.kernels.onnxruntime_lookup`` (fusable after the kernel computing its input, as TFLite's LEAKY_RELU).
 
 The marker's tensor operands are the node's inputs: constants stay Relax constants, the others must be
 tensors the pass has lowered (a model input, or an integer result of another kernel). The elementwise,
@@ -21,15 +22,17 @@ from tvm.ir.expr import Constant
 
 from ...frontend.onnx_ops.qlinear_ops import (MARKERS, QLINEAR_ADD, QLINEAR_AVERAGE_POOL, QLINEAR_CONV,
                                               QLINEAR_CONV_CHANNELS_LAST, QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL,
-                                              QLINEAR_MUL, QLINEAR_SOFTMAX)
+                                              QLINEAR_LEAKY_RELU, QLINEAR_MUL, QLINEAR_SOFTMAX)
 from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from ...kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul, qlinear_mul_ratio,
                                                 vector_is_second)
+from ...kernels.onnxruntime_lookup import leaky_relu_table
 from ...kernels.onnxruntime_pool import global_average_multiplier, qlinear_average_pool, qlinear_global_average_pool
 from ...kernels.onnxruntime_softmax import output_multiplier, qlinear_softmax, softmax_table
 from ...layers import DECLARED_MACS_ATTR
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .tables import lookup_call
 
 
 def marker_of(value: relax.Expr) -> str | None:
@@ -232,6 +235,17 @@ def _softmax(marker: str, call: relax.Call, operands: dict, geometry: list,
         "multiplier": output_multiplier(y_scale), "y_zero_point": y_zero, "dtype": _out_dtype(operands, "y")})
 
 
+def _leaky_relu(marker: str, call: relax.Call, operands: dict, geometry: list,
+                _ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
+    """QLinearLeakyRelu (int8): one lookup per element in onnxruntime's table of its outputs."""
+    quantization = _quantization(operands, "x", "y")
+    if quantization is None:
+        return Mismatch("a QLinearLeakyRelu with scales or zero points that are not constants")
+    (x_scale, x_zero), (y_scale, y_zero) = quantization
+    table = leaky_relu_table(x_scale, x_zero, y_scale, y_zero, float(geometry[0].value))
+    return lookup_call("QLinearLeakyRelu", call, operands["x"], relax.const(table))
+
+
 # Per marker: its tensor operands in ONNX order (the node's input names; a trailing optional one may be absent),
 # how many geometry fields follow them, and the kernel call it becomes.
 _OPERANDS = {
@@ -244,10 +258,12 @@ _OPERANDS = {
 _OPERANDS[QLINEAR_CONV_CHANNELS_LAST] = _OPERANDS[QLINEAR_CONV]
 _OPERANDS[QLINEAR_MUL] = _OPERANDS[QLINEAR_ADD]
 _OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_SOFTMAX] = _OPERANDS[QLINEAR_AVERAGE_POOL]
-_GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_CONV_CHANNELS_LAST: 4, QLINEAR_AVERAGE_POOL: 4}
+_OPERANDS[QLINEAR_LEAKY_RELU] = _OPERANDS[QLINEAR_AVERAGE_POOL]
+_GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_CONV_CHANNELS_LAST: 4, QLINEAR_AVERAGE_POOL: 4, QLINEAR_LEAKY_RELU: 1}
 _KERNEL_CALLS: dict[str, Callable[[str, relax.Call, dict, list, LoweringContext], Union[KernelCall, Mismatch]]] = {
     QLINEAR_CONV: _mac, QLINEAR_CONV_CHANNELS_LAST: _mac, QLINEAR_MATMUL: _mac, QLINEAR_ADD: _binary,
     QLINEAR_MUL: _binary, QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool, QLINEAR_SOFTMAX: _softmax,
+    QLINEAR_LEAKY_RELU: _leaky_relu,
 }
 
 
