@@ -152,6 +152,7 @@ def qlinear_conv2d(
     bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
     w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, integer_requantization: bool = False,
     zero_point_in_bias: bool = False, dtype: Optional[str] = None, channels_last: bool = False,
+    units: Optional[int] = None,
 ) -> te.Tensor:
     """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
     y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
@@ -170,7 +171,11 @@ def qlinear_conv2d(
 
     With ``channels_last`` (one group only) x is NHWC [N, H, W, C] and w OHWI [M, kH, kW, C], and the sums run over
     a window row's taps then channels, innermost: each window row is one contiguous run of kW * C inputs and
-    weights (``tvm_ext.transform.qlinear_channels_last``), which the MAC helpers take a word at a time."""
+    weights (``tvm_ext.transform.qlinear_channels_last``), which the MAC helpers take a word at a time.
+
+    With ``units`` (one group) the output has that many channels, fewer than the weight's: the weight rows past them
+    are zeros that pad the channels to whole tiles of the backend's MAC helper (``LoweringContext.dense_unit_tile``);
+    their sums are computed and never read."""
     if channels_last:
         n, height, width, channels = (int(d) for d in x.shape)
         out_channels, kernel_h, kernel_w, group_channels = (int(d) for d in w.shape)
@@ -216,7 +221,7 @@ def qlinear_conv2d(
         return _requantized(total, _multiplier(o, multiplier, x_scale, w_scale, y_scale), y_zero_point, dtype,
                             integer_requantization)
 
-    return te.compute((n, out_channels, out_h, out_w), output, name="qlinear_conv")
+    return te.compute((n, out_channels if units is None else units, out_h, out_w), output, name="qlinear_conv")
 
 
 def qlinear_matmul(

@@ -98,7 +98,7 @@ def _float_yolo_block(path, out_channels: int) -> None:
 def test_conv_leaky_relu_runs_the_lookup_as_its_epilogue(tmp_path, target):
     """Each Conv -> LeakyRelu is one kernel whose epilogue looks the convolution's output up, bit-exact with
     onnxruntime (the last one's QuantizeLinear feeds the output's DequantizeLinear, no graph output: onnxruntime
-    selects that group too)."""
+    selects that group too). Its 7 output channels are two tiles of four on cortex-m4f (one padded)."""
     _float_yolo_block(tmp_path / "float.onnx", 7)
     path = tmp_path / "yolo_block.onnx"
     quantization.quantize_static(str(tmp_path / "float.onnx"), str(path), NormalCalibration("x", (1, 3, 10, 12)),
@@ -114,3 +114,5 @@ def test_conv_leaky_relu_runs_the_lookup_as_its_epilogue(tmp_path, target):
     else:
         selftest = json.loads((bundle.out_dir / "manifest.json").read_text())["selftest"]
         assert selftest["passed"] and all(o["bit_identical"] for o in selftest["outputs"]), selftest
+        kernels = next(bundle.out_dir.glob("*_kernels.c")).read_text()
+        assert "_dual_mac_s8x4(" in kernels, "10 and 7 channels not tiled for the dual MAC"

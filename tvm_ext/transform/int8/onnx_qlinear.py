@@ -32,6 +32,7 @@ from ...kernels.onnxruntime_softmax import output_multiplier, qlinear_softmax, s
 from ...layers import DECLARED_MACS_ATTR
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .mac import padded_channels
 from .tables import lookup_call
 
 
@@ -105,7 +106,25 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
         attrs["channels_last"] = True
     if folded is not None:
         operands = {**operands, "bias": relax.const(folded), "zero_point_in_bias": True}
+        padded = _whole_tiles(call, data, weight, attrs["group"], ctx)
+        if padded is not None:
+            weight, attrs["units"] = padded, int(weight.value.numpy().shape[0])
     return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
+
+
+def _whole_tiles(call: relax.Call, data: relax.Expr, weight: Constant, group: int,
+                 ctx: LoweringContext) -> Optional[Constant]:
+    """The constant weights [O, ...] of a QLinearConv of one group and several output pixels with zero rows up to
+    whole tiles of the backend's MAC helper (``padded_channels``, ``LoweringContext.dense_unit_tile``), where O is
+    not whole tiles already; else None. As TFLite's CONV_2D (``tvm_ext.transform.int8.conv``), the channel loop then
+    runs the MAC helper's tiles instead of the scalar loop nest (the padded channels' sums computed and never
+    read): cortex-m4f, yolo_small_64x80_int8's 3x3 convolutions of 21 to 99 channels."""
+    values = weight.value.numpy()
+    pixels = int(np.prod([int(d) for d in call.ty_args[0].shape.values[2:]]))
+    padded = padded_channels(values, data, ctx.dense_unit_tile) if group == 1 and pixels > 1 else None
+    if padded is None:
+        return None
+    return relax.const(np.concatenate([values, np.zeros((padded - values.shape[0], *values.shape[1:]), values.dtype)]))
 
 
 def _immediate_zero_points(operands: dict) -> dict:
