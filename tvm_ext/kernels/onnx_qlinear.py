@@ -35,7 +35,7 @@ import numpy as np
 from tvm import te, tirx
 
 from packager.fixed_point_c import (REQUANTIZE_FLOAT32, REQUANTIZE_FLOAT32_OP, ROUND_HALF_EVEN_SMALL,
-                                   ROUND_HALF_EVEN_SMALL_OP)
+                                   ROUND_HALF_EVEN_SMALL_OP, SATURATE_HALF_EVEN, SATURATE_HALF_EVEN_OP)
 
 from .fixed_point import register_helper_op
 
@@ -77,21 +77,37 @@ ROUND_HALF_EVEN_SMALL_MAX = 1 << 22
 contract: value + 1.5 * 2^23 must stay within [2^23, 2^24))."""
 
 
+def _clamped_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, low: tirx.PrimExpr,
+                          high: tirx.PrimExpr) -> tirx.PrimExpr:
+    """round_half_even(clamp(value, low - zero_point, high - zero_point)) + zero_point, int32 (float32 ``value``,
+    int32 ``zero_point``, ``low`` and ``high``): clamped in float32 first (so no cast overflows; rounding is monotone
+    and keeps integers, so clamping first equals clamping after), then rounded by the bundle's helper of small
+    values (``ROUND_HALF_EVEN_SMALL_OP``)."""
+    clamped = tirx.max(tirx.min(value, (high - zero_point).astype("float32")), (low - zero_point).astype("float32"))
+    return tirx.call_intrin("int32", ROUND_HALF_EVEN_SMALL_OP, clamped) + zero_point
+
+
+def _expand_saturate_half_even(call: tirx.PrimExpr) -> tirx.PrimExpr:
+    """The bundle helper's value as the clamp and the rounding it replaces (where no bundle helper is)."""
+    return _clamped_half_to_even(*call.args)
+
+
+register_helper_op(SATURATE_HALF_EVEN_OP, SATURATE_HALF_EVEN, _expand_saturate_half_even)
+
+
 def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype: str) -> tirx.PrimExpr:
-    """ONNX's saturate(round(value) + zero_point) in ``dtype`` (float32 ``value``, int32 ``zero_point``):
-    clamped to [min - zero_point, max - zero_point] in float32 first (so no cast overflows; rounding is
-    monotone and keeps integers, so clamping first equals clamping after), then rounded half to even by the
-    bundle's helper of small values (packager/templates/round_half_even_small.h.in: one addition of 1.5 * 2^23 in
-    the default rounding mode where the FPU cannot round, no floorf, a library call on cortex-m4f),
-    ``round_half_to_even``'s floors elsewhere. The helper's contract is a magnitude of at most 2^22 (beyond it the
-    result is wrong, not only inexact): the clamp keeps every value within [min - zero_point, max - zero_point], at
-    most ``dtype``'s span from 0 for a zero point in ``dtype``'s range, so ``dtype`` may span no more than 2^22."""
+    """ONNX's saturate(round(value) + zero_point) in ``dtype`` (float32 ``value``, int32 ``zero_point``): one call
+    of the bundle's helper (packager/templates/saturate_half_even.h.in: where the core has an FPU and the DSP's
+    saturations, a VCVTR in the default rounding mode, a saturating addition of the zero point and an SSAT; elsewhere
+    ``_clamped_half_to_even``'s float clamp and rounding of small values), or outside a bundle that clamp and
+    rounding (``_expand_saturate_half_even``). The clamp keeps every rounded magnitude within [min - zero_point,
+    max - zero_point], at most ``dtype``'s span from 0 for a zero point in ``dtype``'s range, and the rounding of
+    small values takes at most 2^22 (beyond it the result is wrong, not only inexact), so ``dtype`` may span no more
+    than 2^22."""
     info = np.iinfo(dtype)
     assert int(info.max) - int(info.min) <= ROUND_HALF_EVEN_SMALL_MAX, f"{dtype}: clamp bounds past the helper's 2^22"
-    low = (tirx.const(int(info.min), "int32") - zero_point).astype("float32")
-    high = (tirx.const(int(info.max), "int32") - zero_point).astype("float32")
-    clamped = tirx.max(tirx.min(value, high), low)
-    return (tirx.call_intrin("int32", ROUND_HALF_EVEN_SMALL_OP, clamped) + zero_point).astype(dtype)
+    low, high = (tirx.const(int(bound), "int32") for bound in (info.min, info.max))
+    return tirx.call_intrin("int32", SATURATE_HALF_EVEN_OP, value, zero_point, low, high).astype(dtype)
 
 
 ZeroPoint = Union[te.Tensor, int]
