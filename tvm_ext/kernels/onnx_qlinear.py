@@ -28,6 +28,8 @@ kernel computes it for each output element.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Optional, Union
 
@@ -108,6 +110,22 @@ def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype
     assert int(info.max) - int(info.min) <= ROUND_HALF_EVEN_SMALL_MAX, f"{dtype}: clamp bounds past the helper's 2^22"
     low, high = (tirx.const(int(bound), "int32") for bound in (info.min, info.max))
     return tirx.call_intrin("int32", SATURATE_HALF_EVEN_OP, value, zero_point, low, high).astype(dtype)
+
+
+UNROLLED_TAPS = 25
+"""A depthwise QLinearConv (one input channel per group) of an unpadded input (the padded copy before it:
+``tvm_ext.transform.qlinear_depthwise_padded``) and at most this many window taps sums them as one expression, the
+taps unrolled, instead of a reduction over the window's rows and columns: each output's taps are then loads at
+constant offsets and multiply-accumulates, the channel's weights loop invariants, where the reduction's two loops
+cost a compare and a branch per tap and a row's address arithmetic per row (cortex-m4f, mobilenet_v2_050_72's 3x3
+depthwise convolutions of 96 channels over 18x18 and of 16 over 36x36: 10.2 and 7.0 -> 4.5 instructions per MAC,
+with the saturating rounding of ``saturate_half_to_even``). 25: a 5x5 window (mnasnet's, mobilenet_v3's)."""
+
+def sums_taps_unrolled(group_channels: int, pads: Sequence[int], kernel_hw: Sequence[int]) -> bool:
+    """Whether ``qlinear_conv2d`` sums a convolution's window as one expression of its taps (``UNROLLED_TAPS``): a
+    depthwise one (``group_channels`` 1) of no padding and at most that many taps. Its kernel has no reduction, so
+    it counts no MACs of its own (``tvm_ext.plan.macs``): its lowering declares them."""
+    return group_channels == 1 and not any(pads) and int(np.prod(kernel_hw)) <= UNROLLED_TAPS
 
 
 ZeroPoint = Union[te.Tensor, int]
@@ -215,17 +233,26 @@ def qlinear_conv2d(
             return tirx.if_then_else(inside, value, x_zp)
         return tirx.if_then_else(inside, value - x_zp, tirx.const(0, "int32"))
 
-    def accumulate(b, oy, ox, o):
-        tap = centered_x(b, (o // outputs_per_group) * group_channels + rc,
-                         oy * strides[0] - pads[0] + ry * dilations[0], ox * strides[1] - pads[1] + rx * dilations[1])
-        weight = (w[o, ry, rx, rc] if channels_last else w[o, rc, ry, rx]).astype("int32")
+    def product(b, oy, ox, o, c, y, x_):
+        """Output (b, o, oy, ox)'s product of its group's input channel c at window tap (y, x_)."""
+        tap = centered_x(b, (o // outputs_per_group) * group_channels + c,
+                         oy * strides[0] - pads[0] + y * dilations[0], ox * strides[1] - pads[1] + x_ * dilations[1])
+        weight = (w[o, y, x_, c] if channels_last else w[o, c, y, x_]).astype("int32")
         if not zero_point_in_bias:
             weight = weight - _per_channel(w_zero_point, o).astype("int32")
-        return te.sum(tap * weight, axis=[ry, rx, rc] if channels_last else [rc, ry, rx])
+        return tap * weight
+
+    def accumulate(b, oy, ox, o):
+        return te.sum(product(b, oy, ox, o, rc, ry, rx), axis=[ry, rx, rc] if channels_last else [rc, ry, rx])
 
     if group_channels > 1:  # channels innermost: [N, H, W, M]
         accumulator = te.compute((n, out_h, out_w, out_channels), accumulate, name="accumulator")
         summed = lambda b, o, oy, ox: accumulator[b, oy, ox, o]  # noqa: E731
+    elif sums_taps_unrolled(group_channels, pads, (kernel_h, kernel_w)):  # a depthwise one's window as one sum
+        accumulator = te.compute((n, out_channels, out_h, out_w), lambda b, o, oy, ox: functools.reduce(
+            operator.add, (product(b, oy, ox, o, 0, y, x_) for y in range(kernel_h) for x_ in range(kernel_w))),
+            name="accumulator")
+        summed = lambda b, o, oy, ox: accumulator[b, o, oy, ox]  # noqa: E731
     else:  # a depthwise one: NCHW
         accumulator = te.compute((n, out_channels, out_h, out_w), lambda b, o, oy, ox: accumulate(b, oy, ox, o),
                                  name="accumulator")

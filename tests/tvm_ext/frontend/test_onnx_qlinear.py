@@ -228,3 +228,9 @@ def test_a_padded_depthwise_qlinear_conv_reads_a_padded_copy_and_matches_onnxrun
     _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
     pad, conv = bundle.plan.calls
     assert "_pad_" in pad.kernel and "qlinearconv" in conv.kernel and conv.inputs[0] == pad.outputs[0], (pad, conv)
+    # over the padded copy, its 3x3 window one sum of nine products (tvm_ext.kernels.onnx_qlinear.UNROLLED_TAPS), no
+    # loop over the window's rows; its MACs declared, as a reduction's would be counted: 4 channels x 9 taps per pixel
+    kernels = next(bundle.out_dir.glob("*_kernels.c")).read_text()
+    assert "ry" not in kernels.split(conv.kernel + "(", 1)[1].split("\n}\n", 1)[0]
+    out_h, out_w = bundle.plan.tensors[conv.outputs[0]].shape[2:]
+    assert conv.macs == 4 * 9 * out_h * out_w, conv.macs

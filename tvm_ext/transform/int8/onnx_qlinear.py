@@ -23,13 +23,13 @@ from tvm.ir.expr import Constant
 from ...frontend.onnx_ops.qlinear_ops import (MARKERS, QLINEAR_ADD, QLINEAR_AVERAGE_POOL, QLINEAR_CONV,
                                               QLINEAR_CONV_CHANNELS_LAST, QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL,
                                               QLINEAR_LEAKY_RELU, QLINEAR_MUL, QLINEAR_SOFTMAX)
-from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
+from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul, sums_taps_unrolled
 from ...kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul, qlinear_mul_ratio,
                                                 vector_is_second)
 from ...kernels.onnxruntime_lookup import leaky_relu_table
 from ...kernels.onnxruntime_pool import global_average_multiplier, qlinear_average_pool, qlinear_global_average_pool
 from ...kernels.onnxruntime_softmax import output_multiplier, qlinear_softmax, softmax_table
-from ...layers import DECLARED_MACS_ATTR
+from ...layers import DECLARED_MACS_ATTR, UNFUSED_ATTR
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .mac import padded_channels
@@ -109,7 +109,20 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
         padded = _whole_tiles(call, data, weight, attrs["group"], ctx)
         if padded is not None:
             weight, attrs["units"] = padded, int(weight.value.numpy().shape[0])
-    return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
+    return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs},
+                      func_attrs=_unrolled_window_attrs(call, weight, attrs))
+
+
+def _unrolled_window_attrs(call: relax.Call, weight: relax.Expr, attrs: dict) -> dict:
+    """A depthwise QLinearConv whose kernel sums its window's taps as one expression
+    (``tvm_ext.kernels.onnx_qlinear.sums_taps_unrolled``): its MACs declared (its kernel has no reduction to count
+    them: ``tvm_ext.plan.macs``, DECLARED_MACS_ATTR) and the kernel kept unfused (UNFUSED_ATTR: fused, as an
+    elementwise kernel, into the copy after it, its declared MACs would be lost with its PrimFunc). Else none."""
+    shape = [int(d) for d in weight.ty.shape.values]
+    if attrs.get("channels_last") or not sums_taps_unrolled(shape[1], attrs["pads"], shape[2:]):
+        return {}
+    outputs = int(np.prod([int(d) for d in call.ty_args[0].shape.values]))
+    return {DECLARED_MACS_ATTR: tirx.IntImm("int64", outputs * int(np.prod(shape[1:]))), UNFUSED_ATTR: True}
 
 
 def _whole_tiles(call: relax.Call, data: relax.Expr, weight: Constant, group: int,
