@@ -226,9 +226,13 @@ def qlinear_conv2d(
     ry = te.reduce_axis((0, kernel_h), name="ry")
     rx = te.reduce_axis((0, kernel_w), name="rx")
 
+    unrolled = sums_taps_unrolled(group_channels, pads, (kernel_h, kernel_w))
+
     def centered_x(b, channel, iy, ix):
         inside = tirx.all(iy >= 0, iy < height, ix >= 0, ix < width)
         value = (x[b, iy, ix, channel] if channels_last else x[b, channel, iy, ix]).astype("int32")
+        if unrolled:  # unpadded: every tap inside (no test whose zero point the kernel would read for nothing)
+            return value if zero_point_in_bias else value - x_zp
         if zero_point_in_bias:
             return tirx.if_then_else(inside, value, x_zp)
         return tirx.if_then_else(inside, value - x_zp, tirx.const(0, "int32"))
@@ -248,7 +252,7 @@ def qlinear_conv2d(
     if group_channels > 1:  # channels innermost: [N, H, W, M]
         accumulator = te.compute((n, out_h, out_w, out_channels), accumulate, name="accumulator")
         summed = lambda b, o, oy, ox: accumulator[b, oy, ox, o]  # noqa: E731
-    elif sums_taps_unrolled(group_channels, pads, (kernel_h, kernel_w)):  # a depthwise one's window as one sum
+    elif unrolled:  # a depthwise one's window as one sum
         accumulator = te.compute((n, out_channels, out_h, out_w), lambda b, o, oy, ox: functools.reduce(
             operator.add, (product(b, oy, ox, o, 0, y, x_) for y in range(kernel_h) for x_ in range(kernel_w))),
             name="accumulator")
