@@ -112,20 +112,15 @@ def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype
     return tirx.call_intrin("int32", SATURATE_HALF_EVEN_OP, value, zero_point, low, high).astype(dtype)
 
 
-UNROLLED_TAPS = 25
-"""A depthwise QLinearConv (one input channel per group) of an unpadded input (the padded copy before it:
-``tvm_ext.transform.qlinear_depthwise_padded``) and at most this many window taps sums them as one expression, the
-taps unrolled, instead of a reduction over the window's rows and columns: each output's taps are then loads at
-constant offsets and multiply-accumulates, the channel's weights loop invariants, where the reduction's two loops
-cost a compare and a branch per tap and a row's address arithmetic per row (cortex-m4f, mobilenet_v2_050_72's 3x3
-depthwise convolutions of 96 channels over 18x18 and of 16 over 36x36: 10.2 and 7.0 -> 4.5 instructions per MAC,
-with the saturating rounding of ``saturate_half_to_even``). 25: a 5x5 window (mnasnet's, mobilenet_v3's)."""
-
-def sums_taps_unrolled(group_channels: int, pads: Sequence[int], kernel_hw: Sequence[int]) -> bool:
-    """Whether ``qlinear_conv2d`` sums a convolution's window as one expression of its taps (``UNROLLED_TAPS``): a
-    depthwise one (``group_channels`` 1) of no padding and at most that many taps. Its kernel has no reduction, so
-    it counts no MACs of its own (``tvm_ext.plan.macs``): its lowering declares them."""
-    return group_channels == 1 and not any(pads) and int(np.prod(kernel_hw)) <= UNROLLED_TAPS
+def sums_taps_unrolled(group_channels: int, pads: Sequence[int], kernel_hw: Sequence[int],
+                       unrolled_taps: int) -> bool:
+    """Whether ``qlinear_conv2d`` sums a convolution's window as one expression of its taps: a depthwise one
+    (``group_channels`` 1) of no padding (the padded copy before it: ``tvm_ext.transform.qlinear_depthwise_padded``)
+    and at most ``unrolled_taps`` taps (the backend's ``KernelSchedules.qlinear_unrolled_taps``). Each output's taps
+    are then loads at constant offsets and multiply-accumulates, where a reduction's loops over the window's rows and
+    columns cost a compare and a branch per tap and address arithmetic per row. Its kernel has no reduction, so it
+    counts no MACs of its own (``tvm_ext.plan.macs``): its lowering declares them."""
+    return group_channels == 1 and not any(pads) and int(np.prod(kernel_hw)) <= unrolled_taps
 
 
 ZeroPoint = Union[te.Tensor, int]
@@ -186,7 +181,7 @@ def qlinear_conv2d(
     bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
     w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, integer_requantization: bool = False,
     zero_point_in_bias: bool = False, dtype: Optional[str] = None, channels_last: bool = False,
-    units: Optional[int] = None,
+    units: Optional[int] = None, unrolled_taps: int = 0,
 ) -> te.Tensor:
     """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
     y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
@@ -209,7 +204,10 @@ def qlinear_conv2d(
 
     With ``units`` (one group) the output has that many channels, fewer than the weight's: the weight rows past them
     are zeros that pad the channels to whole tiles of the backend's MAC helper (``LoweringContext.dense_unit_tile``);
-    their sums are computed and never read."""
+    their sums are computed and never read.
+
+    A depthwise one of no padding and at most ``unrolled_taps`` taps sums its window as one expression of its taps
+    (``sums_taps_unrolled``), without a reduction."""
     if channels_last:
         n, height, width, channels = (int(d) for d in x.shape)
         out_channels, kernel_h, kernel_w, group_channels = (int(d) for d in w.shape)
@@ -226,7 +224,7 @@ def qlinear_conv2d(
     ry = te.reduce_axis((0, kernel_h), name="ry")
     rx = te.reduce_axis((0, kernel_w), name="rx")
 
-    unrolled = sums_taps_unrolled(group_channels, pads, (kernel_h, kernel_w))
+    unrolled = sums_taps_unrolled(group_channels, pads, (kernel_h, kernel_w), unrolled_taps)
 
     def centered_x(b, channel, iy, ix):
         inside = tirx.all(iy >= 0, iy < height, ix >= 0, ix < width)

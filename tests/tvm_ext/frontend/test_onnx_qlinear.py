@@ -228,7 +228,7 @@ def test_a_padded_depthwise_qlinear_conv_reads_a_padded_copy_and_matches_onnxrun
     _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
     pad, conv = bundle.plan.calls
     assert "_pad_" in pad.kernel and "qlinearconv" in conv.kernel and conv.inputs[0] == pad.outputs[0], (pad, conv)
-    # over the padded copy, its 3x3 window one sum of nine products (tvm_ext.kernels.onnx_qlinear.UNROLLED_TAPS), no
+    # over the padded copy, its 3x3 window one sum of nine products (KernelSchedules.qlinear_unrolled_taps), no
     # loop over the window's rows; its MACs declared, as a reduction's would be counted: 4 channels x 9 taps per pixel
     kernels = next(bundle.out_dir.glob("*_kernels.c")).read_text()
     assert "ry" not in kernels.split(conv.kernel + "(", 1)[1].split("\n}\n", 1)[0]
@@ -238,7 +238,7 @@ def test_a_padded_depthwise_qlinear_conv_reads_a_padded_copy_and_matches_onnxrun
 
 def test_unpadded_depthwise_qlinear_convs_of_one_shape_share_a_kernel_that_builds(tmp_path):
     """Two unpadded depthwise QLinearConvs of one shape but other zero points run one kernel, their zero points in
-    its constants table; its unrolled window (tvm_ext.kernels.onnx_qlinear.UNROLLED_TAPS) tests no tap for lying in
+    its constants table; its unrolled window (KernelSchedules.qlinear_unrolled_taps) tests no tap for lying in
     the padding, so reads no input zero point. Before, the table's x zero point stayed an unused local variable
     (mobilenet_v3_small_050_56_int8's 5x5 layers: the build failed under -Werror on cortex-m4f)."""
     if missing_tools():

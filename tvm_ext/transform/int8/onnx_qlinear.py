@@ -109,6 +109,7 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
         padded = _whole_tiles(call, data, weight, attrs["group"], ctx)
         if padded is not None:
             weight, attrs["units"] = padded, int(weight.value.numpy().shape[0])
+    attrs["unrolled_taps"] = ctx.qlinear_unrolled_taps
     return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs},
                       func_attrs=_unrolled_window_attrs(call, weight, attrs))
 
@@ -119,7 +120,8 @@ def _unrolled_window_attrs(call: relax.Call, weight: relax.Expr, attrs: dict) ->
     them: ``tvm_ext.plan.macs``, DECLARED_MACS_ATTR) and the kernel kept unfused (UNFUSED_ATTR: fused, as an
     elementwise kernel, into the copy after it, its declared MACs would be lost with its PrimFunc). Else none."""
     shape = [int(d) for d in weight.ty.shape.values]
-    if attrs.get("channels_last") or not sums_taps_unrolled(shape[1], attrs["pads"], shape[2:]):
+    if attrs.get("channels_last") or not sums_taps_unrolled(shape[1], attrs["pads"], shape[2:],
+                                                            attrs["unrolled_taps"]):
         return {}
     outputs = int(np.prod([int(d) for d in call.ty_args[0].shape.values]))
     return {DECLARED_MACS_ATTR: tirx.IntImm("int64", outputs * int(np.prod(shape[1:]))), UNFUSED_ATTR: True}
