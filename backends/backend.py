@@ -405,6 +405,11 @@ class KernelSchedules:
     (`tvm_ext.transform.qlinear_channels_last`): on cores whose MAC helpers load four int8 channels a word (the DSP
     cores without MVE); a scalar core's (rv32imc: tv_mnasnet_a020_56x40 -0.4 % instructions for 5.7 KB more code)
     does not pay its code."""
+    qlinear_unrolled_taps: int = 0
+    """The most window taps of a depthwise QLinearConv over an unpadded input (the padded copy before it) whose generic
+    kernel sums its window as one expression of its taps instead of a reduction over the window's rows and columns
+    (`tvm_ext.kernels.onnx_qlinear.sums_taps_unrolled`); 0: never. A core where it pays its code and keeps the code
+    rule (a RISC-V bundle no larger than cortex-m4f's) sets it."""
     widened_depthwise_taps: int = 0
     """The most window taps of an int8 DEPTHWISE_CONV_2D (int8 data, depth multiplier 1, channels a multiple of 4)
     whose weights the int8 lowering widens to int16 (`tvm_ext.transform.int8.conv`), for a core whose depthwise

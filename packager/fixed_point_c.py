@@ -69,6 +69,7 @@ INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
 FUSED_MULTIPLY_ADD = "fma"
 REQUANTIZE_FLOAT32 = "float32"
 ROUND_HALF_EVEN_SMALL = "round_half_even_small"
+SATURATE_HALF_EVEN = "saturate_half_even"
 FLOAT_BITS = "float_bits"
 EXPF = "expf"
 LOGF = "logf"
@@ -78,6 +79,7 @@ FLOAT_MATH_HELPERS = (EXPF, LOGF, TANHF, ERFF)
 """The portable single-precision functions, each named as the C99 function it replaces."""
 REQUANTIZE_FLOAT32_OP = "tvm_ext.requantize_float32"
 ROUND_HALF_EVEN_SMALL_OP = "tvm_ext.round_half_even_small"
+SATURATE_HALF_EVEN_OP = "tvm_ext.saturate_half_even"
 # The operators the kernels call these helpers through (tvm_ext.kernels.fixed_point registers them): one per
 # requantization helper, the saturations and the leading-zero count. Their names are here, beside the helpers,
 # so that a backend's schedules recognise them without importing the kernels.
@@ -89,8 +91,9 @@ COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
 HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, SATURATE_INT16, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
            INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD, REQUANTIZE_FLOAT32, FLOAT_BITS, *FLOAT_MATH_HELPERS,
-           ROUND_HALF_EVEN_SMALL)
+           ROUND_HALF_EVEN_SMALL, SATURATE_HALF_EVEN)
 HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS),
+                       SATURATE_HALF_EVEN: (ROUND_HALF_EVEN_SMALL,),
                        **{helper: (FLOAT_BITS,) for helper in FLOAT_MATH_HELPERS}, TANHF: (FLOAT_BITS, EXPF),
                        ERFF: (FLOAT_BITS, EXPF)}
 """The helpers each helper calls."""
@@ -116,7 +119,7 @@ _TEMPLATES = {
     INV_SQRT_MULTIPLIER: "fixed_point_inv_sqrt_multiplier.h.in", FUSED_MULTIPLY_ADD: "fused_multiply_add.h.in",
     REQUANTIZE_FLOAT32: "fixed_point_requantize_float32.h.in", FLOAT_BITS: "float_math_bits.h.in",
     **{helper: f"float_math_{helper}.h.in" for helper in FLOAT_MATH_HELPERS},
-    ROUND_HALF_EVEN_SMALL: "round_half_even_small.h.in",
+    ROUND_HALF_EVEN_SMALL: "round_half_even_small.h.in", SATURATE_HALF_EVEN: "saturate_half_even.h.in",
 }
 """The file of packager/templates/ that holds each helper's C."""
 

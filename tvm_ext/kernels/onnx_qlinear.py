@@ -28,6 +28,8 @@ kernel computes it for each output element.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Optional, Union
 
@@ -35,7 +37,7 @@ import numpy as np
 from tvm import te, tirx
 
 from packager.fixed_point_c import (REQUANTIZE_FLOAT32, REQUANTIZE_FLOAT32_OP, ROUND_HALF_EVEN_SMALL,
-                                   ROUND_HALF_EVEN_SMALL_OP)
+                                   ROUND_HALF_EVEN_SMALL_OP, SATURATE_HALF_EVEN, SATURATE_HALF_EVEN_OP)
 
 from .fixed_point import register_helper_op
 
@@ -77,21 +79,48 @@ ROUND_HALF_EVEN_SMALL_MAX = 1 << 22
 contract: value + 1.5 * 2^23 must stay within [2^23, 2^24))."""
 
 
+def _clamped_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, low: tirx.PrimExpr,
+                          high: tirx.PrimExpr) -> tirx.PrimExpr:
+    """round_half_even(clamp(value, low - zero_point, high - zero_point)) + zero_point, int32 (float32 ``value``,
+    int32 ``zero_point``, ``low`` and ``high``): clamped in float32 first (so no cast overflows; rounding is monotone
+    and keeps integers, so clamping first equals clamping after), then rounded by the bundle's helper of small
+    values (``ROUND_HALF_EVEN_SMALL_OP``)."""
+    clamped = tirx.max(tirx.min(value, (high - zero_point).astype("float32")), (low - zero_point).astype("float32"))
+    return tirx.call_intrin("int32", ROUND_HALF_EVEN_SMALL_OP, clamped) + zero_point
+
+
+def _expand_saturate_half_even(call: tirx.PrimExpr) -> tirx.PrimExpr:
+    """The bundle helper's value as the clamp and the rounding it replaces (where no bundle helper is)."""
+    return _clamped_half_to_even(*call.args)
+
+
+register_helper_op(SATURATE_HALF_EVEN_OP, SATURATE_HALF_EVEN, _expand_saturate_half_even)
+
+
 def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype: str) -> tirx.PrimExpr:
-    """ONNX's saturate(round(value) + zero_point) in ``dtype`` (float32 ``value``, int32 ``zero_point``):
-    clamped to [min - zero_point, max - zero_point] in float32 first (so no cast overflows; rounding is
-    monotone and keeps integers, so clamping first equals clamping after), then rounded half to even by the
-    bundle's helper of small values (packager/templates/round_half_even_small.h.in: one addition of 1.5 * 2^23 in
-    the default rounding mode where the FPU cannot round, no floorf, a library call on cortex-m4f),
-    ``round_half_to_even``'s floors elsewhere. The helper's contract is a magnitude of at most 2^22 (beyond it the
-    result is wrong, not only inexact): the clamp keeps every value within [min - zero_point, max - zero_point], at
-    most ``dtype``'s span from 0 for a zero point in ``dtype``'s range, so ``dtype`` may span no more than 2^22."""
+    """ONNX's saturate(round(value) + zero_point) in ``dtype`` (float32 ``value``, int32 ``zero_point``): one call
+    of the bundle's helper (packager/templates/saturate_half_even.h.in: where the core has an FPU and the DSP's
+    saturations, a VCVTR in the default rounding mode, a saturating addition of the zero point and an SSAT; elsewhere
+    ``_clamped_half_to_even``'s float clamp and rounding of small values), or outside a bundle that clamp and
+    rounding (``_expand_saturate_half_even``). The clamp keeps every rounded magnitude within [min - zero_point,
+    max - zero_point], at most ``dtype``'s span from 0 for a zero point in ``dtype``'s range, and the rounding of
+    small values takes at most 2^22 (beyond it the result is wrong, not only inexact), so ``dtype`` may span no more
+    than 2^22."""
     info = np.iinfo(dtype)
     assert int(info.max) - int(info.min) <= ROUND_HALF_EVEN_SMALL_MAX, f"{dtype}: clamp bounds past the helper's 2^22"
-    low = (tirx.const(int(info.min), "int32") - zero_point).astype("float32")
-    high = (tirx.const(int(info.max), "int32") - zero_point).astype("float32")
-    clamped = tirx.max(tirx.min(value, high), low)
-    return (tirx.call_intrin("int32", ROUND_HALF_EVEN_SMALL_OP, clamped) + zero_point).astype(dtype)
+    low, high = (tirx.const(int(bound), "int32") for bound in (info.min, info.max))
+    return tirx.call_intrin("int32", SATURATE_HALF_EVEN_OP, value, zero_point, low, high).astype(dtype)
+
+
+def sums_taps_unrolled(group_channels: int, pads: Sequence[int], kernel_hw: Sequence[int],
+                       unrolled_taps: int) -> bool:
+    """Whether ``qlinear_conv2d`` sums a convolution's window as one expression of its taps: a depthwise one
+    (``group_channels`` 1) of no padding (the padded copy before it: ``tvm_ext.transform.qlinear_depthwise_padded``)
+    and at most ``unrolled_taps`` taps (the backend's ``KernelSchedules.qlinear_unrolled_taps``). Each output's taps
+    are then loads at constant offsets and multiply-accumulates, where a reduction's loops over the window's rows and
+    columns cost a compare and a branch per tap and address arithmetic per row. Its kernel has no reduction, so it
+    counts no MACs of its own (``tvm_ext.plan.macs``): its lowering declares them."""
+    return group_channels == 1 and not any(pads) and int(np.prod(kernel_hw)) <= unrolled_taps
 
 
 ZeroPoint = Union[te.Tensor, int]
@@ -152,6 +181,7 @@ def qlinear_conv2d(
     bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
     w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, integer_requantization: bool = False,
     zero_point_in_bias: bool = False, dtype: Optional[str] = None, channels_last: bool = False,
+    units: Optional[int] = None, unrolled_taps: int = 0,
 ) -> te.Tensor:
     """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
     y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
@@ -170,7 +200,14 @@ def qlinear_conv2d(
 
     With ``channels_last`` (one group only) x is NHWC [N, H, W, C] and w OHWI [M, kH, kW, C], and the sums run over
     a window row's taps then channels, innermost: each window row is one contiguous run of kW * C inputs and
-    weights (``tvm_ext.transform.qlinear_channels_last``), which the MAC helpers take a word at a time."""
+    weights (``tvm_ext.transform.qlinear_channels_last``), which the MAC helpers take a word at a time.
+
+    With ``units`` (one group) the output has that many channels, fewer than the weight's: the weight rows past them
+    are zeros that pad the channels to whole tiles of the backend's MAC helper (``LoweringContext.dense_unit_tile``);
+    their sums are computed and never read.
+
+    A depthwise one of no padding and at most ``unrolled_taps`` taps sums its window as one expression of its taps
+    (``sums_taps_unrolled``), without a reduction."""
     if channels_last:
         n, height, width, channels = (int(d) for d in x.shape)
         out_channels, kernel_h, kernel_w, group_channels = (int(d) for d in w.shape)
@@ -187,24 +224,37 @@ def qlinear_conv2d(
     ry = te.reduce_axis((0, kernel_h), name="ry")
     rx = te.reduce_axis((0, kernel_w), name="rx")
 
+    unrolled = sums_taps_unrolled(group_channels, pads, (kernel_h, kernel_w), unrolled_taps)
+
     def centered_x(b, channel, iy, ix):
         inside = tirx.all(iy >= 0, iy < height, ix >= 0, ix < width)
         value = (x[b, iy, ix, channel] if channels_last else x[b, channel, iy, ix]).astype("int32")
+        if unrolled:  # unpadded: every tap inside (no test whose zero point the kernel would read for nothing)
+            return value if zero_point_in_bias else value - x_zp
         if zero_point_in_bias:
             return tirx.if_then_else(inside, value, x_zp)
         return tirx.if_then_else(inside, value - x_zp, tirx.const(0, "int32"))
 
-    def accumulate(b, oy, ox, o):
-        tap = centered_x(b, (o // outputs_per_group) * group_channels + rc,
-                         oy * strides[0] - pads[0] + ry * dilations[0], ox * strides[1] - pads[1] + rx * dilations[1])
-        weight = (w[o, ry, rx, rc] if channels_last else w[o, rc, ry, rx]).astype("int32")
+    def product(b, oy, ox, o, c, y, x_):
+        """Output (b, o, oy, ox)'s product of its group's input channel c at window tap (y, x_)."""
+        tap = centered_x(b, (o // outputs_per_group) * group_channels + c,
+                         oy * strides[0] - pads[0] + y * dilations[0], ox * strides[1] - pads[1] + x_ * dilations[1])
+        weight = (w[o, y, x_, c] if channels_last else w[o, c, y, x_]).astype("int32")
         if not zero_point_in_bias:
             weight = weight - _per_channel(w_zero_point, o).astype("int32")
-        return te.sum(tap * weight, axis=[ry, rx, rc] if channels_last else [rc, ry, rx])
+        return tap * weight
+
+    def accumulate(b, oy, ox, o):
+        return te.sum(product(b, oy, ox, o, rc, ry, rx), axis=[ry, rx, rc] if channels_last else [rc, ry, rx])
 
     if group_channels > 1:  # channels innermost: [N, H, W, M]
         accumulator = te.compute((n, out_h, out_w, out_channels), accumulate, name="accumulator")
         summed = lambda b, o, oy, ox: accumulator[b, oy, ox, o]  # noqa: E731
+    elif unrolled:  # a depthwise one's window as one sum
+        accumulator = te.compute((n, out_channels, out_h, out_w), lambda b, o, oy, ox: functools.reduce(
+            operator.add, (product(b, oy, ox, o, 0, y, x_) for y in range(kernel_h) for x_ in range(kernel_w))),
+            name="accumulator")
+        summed = lambda b, o, oy, ox: accumulator[b, o, oy, ox]  # noqa: E731
     else:  # a depthwise one: NCHW
         accumulator = te.compute((n, out_channels, out_h, out_w), lambda b, o, oy, ox: accumulate(b, oy, ox, o),
                                  name="accumulator")
@@ -216,7 +266,7 @@ def qlinear_conv2d(
         return _requantized(total, _multiplier(o, multiplier, x_scale, w_scale, y_scale), y_zero_point, dtype,
                             integer_requantization)
 
-    return te.compute((n, out_channels, out_h, out_w), output, name="qlinear_conv")
+    return te.compute((n, out_channels if units is None else units, out_h, out_w), output, name="qlinear_conv")
 
 
 def qlinear_matmul(

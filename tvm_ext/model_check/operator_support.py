@@ -238,7 +238,7 @@ ONNX_DOMAINS: frozenset[str] = frozenset({"", "ai.onnx", "com.microsoft"})
 # tvm_ext.frontend.converter_table). Named here: the checks come before the frontend and import nothing of it.
 ONNX_OWN_CONVERTERS: frozenset[str] = frozenset({
     "ConvInteger", "GRU", "LSTM", "QGemm", "QLinearAdd", "QLinearAveragePool", "QLinearConcat", "QLinearConv",
-    "QLinearGlobalAveragePool", "QLinearMatMul", "QLinearMul", "QLinearSoftmax", "RNN",
+    "QLinearGlobalAveragePool", "QLinearLeakyRelu", "QLinearMatMul", "QLinearMul", "QLinearSoftmax", "RNN",
 })
 
 # TFLite custom operator codes the compiler knows, by the operator name it gives them: TVM's frontend's converter

@@ -228,3 +228,37 @@ def test_a_padded_depthwise_qlinear_conv_reads_a_padded_copy_and_matches_onnxrun
     _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
     pad, conv = bundle.plan.calls
     assert "_pad_" in pad.kernel and "qlinearconv" in conv.kernel and conv.inputs[0] == pad.outputs[0], (pad, conv)
+    # over the padded copy, its 3x3 window one sum of nine products (KernelSchedules.qlinear_unrolled_taps), no
+    # loop over the window's rows; its MACs declared, as a reduction's would be counted: 4 channels x 9 taps per pixel
+    kernels = next(bundle.out_dir.glob("*_kernels.c")).read_text()
+    assert "ry" not in kernels.split(conv.kernel + "(", 1)[1].split("\n}\n", 1)[0]
+    out_h, out_w = bundle.plan.tensors[conv.outputs[0]].shape[2:]
+    assert conv.macs == 4 * 9 * out_h * out_w, conv.macs
+
+
+def test_unpadded_depthwise_qlinear_convs_of_one_shape_share_a_kernel_that_builds(tmp_path):
+    """Two unpadded depthwise QLinearConvs of one shape but other zero points run one kernel, their zero points in
+    its constants table; its unrolled window (KernelSchedules.qlinear_unrolled_taps) tests no tap for lying in
+    the padding, so reads no input zero point. Before, the table's x zero point stayed an unused local variable
+    (mobilenet_v3_small_050_56_int8's 5x5 layers: the build failed under -Werror on cortex-m4f)."""
+    if missing_tools():
+        pytest.skip("needs the Cortex-M tools")
+    rng = np.random.default_rng(5)
+    constants, nodes, outputs = [], [], []
+    for index, (x_zero_point, y_zero_point) in enumerate([(-3, 4), (4, -9)]):
+        prefix = f"c{index}_"
+        constants += [numpy_helper.from_array(rng.integers(-127, 128, (4, 1, 3, 3)).astype(np.int8), prefix + "w"),
+                      *_quant(prefix + "x", 0.05, x_zero_point, np.int8), *_quant(prefix + "w", 0.02, 0, np.int8),
+                      *_quant(prefix + "y", 0.3 + index, y_zero_point, np.int8)]
+        operands = ["x", *(prefix + name for name in ("x_scale", "x_zero_point", "w", "w_scale", "w_zero_point",
+                                                      "y_scale", "y_zero_point"))]
+        nodes.append(helper.make_node("QLinearConv", operands, [f"y{index}"], name=f"conv{index}", group=4))
+        outputs.append(helper.make_tensor_value_info(f"y{index}", TensorProto.INT8, None))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 4, 9, 8])],
+                              outputs, constants)
+    path = tmp_path / "depthwise_pair.onnx"
+    onnx.save(onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])),
+              str(path))
+    bundle = compile(path, "cortex-m4f", tmp_path / "out")
+    _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
+    assert len({call.kernel for call in bundle.plan.calls}) == 1, [call.kernel for call in bundle.plan.calls]

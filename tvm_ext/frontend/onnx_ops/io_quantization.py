@@ -30,6 +30,7 @@ _OPERANDS: dict[str, tuple[dict[int, tuple[int, int]], tuple[int, int] | None]] 
     "QLinearAveragePool": ({0: (1, 2)}, (3, 4)),
     "QLinearGlobalAveragePool": ({0: (1, 2)}, (3, 4)),
     "QLinearSoftmax": ({0: (1, 2)}, (3, 4)),
+    "QLinearLeakyRelu": ({0: (1, 2)}, (3, 4)),
 }
 
 

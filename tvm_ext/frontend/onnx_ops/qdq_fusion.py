@@ -21,6 +21,9 @@ rules, and writes the same operators, so that our kernels compute what onnxrunti
 - Softmax -> com.microsoft QLinearSoftmax, when input and output have one type: onnxruntime's float32 table of
   exponentials (``tvm_ext.kernels.onnxruntime_softmax``), not a float softmax quantized; its ``opset`` attribute
   the model's, as onnxruntime writes it (the default axis differs before opset 13).
+- LeakyRelu -> com.microsoft QLinearLeakyRelu, when input and output are int8: onnxruntime's table of each input's
+  float result (dequantized, ``v >= 0 ? v : alpha * v``, quantized), one lookup per element
+  (``tvm_ext.kernels.onnxruntime_lookup``), which a convolution before it takes as its epilogue.
 - Concat -> com.microsoft QLinearConcat when its inputs and output have one type: each input requantized as
   DequantizeLinear then QuantizeLinear would (the numbers of the float path, without its float tensors).
 - A DequantizeLinear / QuantizeLinear pair of the same type, scale and zero point around an operator that
@@ -231,6 +234,17 @@ def _softmax(graph: QdqGraph, node: onnx.NodeProto, opset: int) -> onnx.NodeProt
                        [*node.attribute, helper.make_attribute("opset", opset)])
 
 
+def _leaky_relu(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    """LeakyRelu -> QLinearLeakyRelu (onnxruntime's UnarySelector: input and output of one type; its kernel a
+    table of the 256 inputs' float results), for int8 only: a uint8 one stays as written, the same numbers in float
+    (the table holds each input's float result)."""
+    group = _group(graph, node, 1)
+    if group is None or group.clip is not None or not group.inputs[0].per_tensor or not _same_types(group) \
+            or group.output.dtype != np.int8:
+        return None
+    return _fused_node("QLinearLeakyRelu", group, _operands(group, 0), MS_DOMAIN)
+
+
 def _data_movement(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
     """``node`` on the quantized tensor when its DequantizeLinear and QuantizeLinear have the same per-tensor
     parameters: q(dq(x)) is x for such parameters, and onnxruntime drops the pair so too (MaxPool only for a
@@ -282,7 +296,8 @@ def _split(graph: QdqGraph, node: onnx.NodeProto) -> list[onnx.NodeProto] | None
 
 _FUSIONS: dict[str, Callable[[QdqGraph, onnx.NodeProto], onnx.NodeProto | None]] = {
     "Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Add": _binary, "Mul": _binary, "Concat": _concat,
-    "AveragePool": _pool, "GlobalAveragePool": _pool, **dict.fromkeys(DATA_MOVEMENT, _data_movement),
+    "AveragePool": _pool, "GlobalAveragePool": _pool, "LeakyRelu": _leaky_relu,
+    **dict.fromkeys(DATA_MOVEMENT, _data_movement),
 }
 
 

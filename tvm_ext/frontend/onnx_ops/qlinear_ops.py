@@ -1,12 +1,13 @@
 """ONNX's QLinearConv and QLinearMatMul and onnxruntime's QLinear operators (com.microsoft: QGemm, QLinearAdd,
-QLinearMul, QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool, QLinearSoftmax; no converter in TVM 0.27)
-as markers the int8 pass lowers.
+QLinearMul, QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool, QLinearSoftmax, QLinearLeakyRelu; no
+converter in TVM 0.27) as markers the int8 pass lowers.
 
 Each node becomes one ``call_dps_packed`` of a marker symbol whose argument tuple is the node's inputs in
 ONNX order (QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point[, B])
 followed by its geometry as data where it has one: QLinearConv's strides, pads (top, left, bottom, right) and
 dilations as ShapeExprs and the group count as a PrimValue; QLinearAveragePool's kernel, strides and pads as
-ShapeExprs and count_include_pad as a PrimValue. QLinearSoftmax's marker reduces the last axis. QGemm becomes
+ShapeExprs and count_include_pad as a PrimValue; QLinearLeakyRelu's alpha as a float32 PrimValue. QLinearSoftmax's
+marker reduces the last axis. QGemm becomes
 the QLinearMatMul marker with its int32 C as a ninth operand (its constant B transposed here when transB is set).
 ``tvm_ext.transform.int8.onnx_qlinear`` replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``,
 ``onnxruntime_elementwise``, ``onnxruntime_pool``, ``onnxruntime_softmax``: onnxruntime's arithmetic); no marker
@@ -21,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from tvm import relax
+from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
 QLINEAR_CONV = "tvm_ext.onnx_qlinear_conv"
@@ -33,8 +34,9 @@ QLINEAR_MUL = "tvm_ext.onnx_qlinear_mul"
 QLINEAR_AVERAGE_POOL = "tvm_ext.onnx_qlinear_average_pool"
 QLINEAR_GLOBAL_AVERAGE_POOL = "tvm_ext.onnx_qlinear_global_average_pool"
 QLINEAR_SOFTMAX = "tvm_ext.onnx_qlinear_softmax"
+QLINEAR_LEAKY_RELU = "tvm_ext.onnx_qlinear_leaky_relu"
 MARKERS = (QLINEAR_CONV, QLINEAR_CONV_CHANNELS_LAST, QLINEAR_MATMUL, QLINEAR_ADD, QLINEAR_MUL, QLINEAR_AVERAGE_POOL,
-           QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_SOFTMAX)
+           QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_SOFTMAX, QLINEAR_LEAKY_RELU)
 CONV_OPERANDS = 9  # x .. y_zero_point, then B (or no B)
 
 
@@ -243,6 +245,19 @@ def qlinear_softmax(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None],
     return relax.op.permute_dims(moved, order)
 
 
+def qlinear_leaky_relu(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None],
+                       attrs: dict[str, Any]) -> relax.Expr:
+    """QLinearLeakyRelu (com.microsoft: x, x_scale, x_zero_point, y_scale, y_zero_point; attribute alpha, 0.01 by
+    default) of int8 data as its marker, alpha (float32) a PrimValue after the operands; raises ValueError for what
+    it does not convert (uint8 data, an omitted zero point)."""
+    if len(inputs) < 5 or any(value is None for value in inputs[:5]) or str(inputs[0].ty.dtype) != "int8" \
+            or str(inputs[4].ty.dtype) != "int8":
+        raise ValueError("QLinearLeakyRelu other than int8 with every zero point given is not converted")
+    alpha = relax.prim_value(tirx.FloatImm("float32", float(np.float32(attrs.get("alpha", 0.01)))))
+    return relax.call_dps_packed(QLINEAR_LEAKY_RELU, relax.Tuple([*inputs[:5], alpha]),
+                                 relax.TensorType(static_shape(inputs[0]), "int8"))
+
+
 def qlinear_concat(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
     """QLinearConcat (com.microsoft: y_scale, y_zero_point, then (x, x_scale, x_zero_point) per input) as each
     input requantized (dequantized, then quantized to the output's parameters) and concatenated."""
@@ -275,4 +290,5 @@ CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None],
     "QLinearGlobalAveragePool": qlinear_global_average_pool,
     "QLinearConcat": qlinear_concat,
     "QLinearSoftmax": qlinear_softmax,
+    "QLinearLeakyRelu": qlinear_leaky_relu,
 }

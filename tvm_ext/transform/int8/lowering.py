@@ -169,6 +169,9 @@ class LoweringContext:
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
     None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
+    qlinear_unrolled_taps: int = 0
+    """The most window taps of a depthwise QLinearConv over an unpadded input whose generic kernel sums its window
+    unrolled (``backends.backend.KernelSchedules.qlinear_unrolled_taps``; 0: never)."""
     widened_depthwise_taps: int = 0
     """The most window taps of an int8 DEPTHWISE_CONV_2D whose weights are widened to int16
     (``backends.backend.KernelSchedules.widened_depthwise_taps``; 0: never), where ``flash_budget`` grants their

@@ -2,7 +2,8 @@
 -> one kernel each, with onnxruntime's arithmetic: QLinearConv and QLinearMatMul (and QGemm, the QLinearMatMul
 marker with a bias) of ``tvm_ext.kernels.onnx_qlinear``, QLinearAdd and QLinearMul of
 ``tvm_ext.kernels.onnxruntime_elementwise``, the two average pools of ``tvm_ext.kernels.onnxruntime_pool``,
-QLinearSoftmax of ``tvm_ext.kernels.onnxruntime_softmax``.
+QLinearSoftmax of ``tvm_ext.kernels.onnxruntime_softmax``, QLinearLeakyRelu a lookup in the table of
+``tvm_ext.kernels.onnxruntime_lookup`` (fusable after the kernel computing its input, as TFLite's LEAKY_RELU).
 
 The marker's tensor operands are the node's inputs: constants stay Relax constants, the others must be
 tensors the pass has lowered (a model input, or an integer result of another kernel). The elementwise,
@@ -21,15 +22,18 @@ from tvm.ir.expr import Constant
 
 from ...frontend.onnx_ops.qlinear_ops import (MARKERS, QLINEAR_ADD, QLINEAR_AVERAGE_POOL, QLINEAR_CONV,
                                               QLINEAR_CONV_CHANNELS_LAST, QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL,
-                                              QLINEAR_MUL, QLINEAR_SOFTMAX)
-from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
+                                              QLINEAR_LEAKY_RELU, QLINEAR_MUL, QLINEAR_SOFTMAX)
+from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul, sums_taps_unrolled
 from ...kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul, qlinear_mul_ratio,
                                                 vector_is_second)
+from ...kernels.onnxruntime_lookup import leaky_relu_table
 from ...kernels.onnxruntime_pool import global_average_multiplier, qlinear_average_pool, qlinear_global_average_pool
 from ...kernels.onnxruntime_softmax import output_multiplier, qlinear_softmax, softmax_table
-from ...layers import DECLARED_MACS_ATTR
+from ...layers import DECLARED_MACS_ATTR, UNFUSED_ATTR
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .mac import padded_channels
+from .tables import lookup_call
 
 
 def marker_of(value: relax.Expr) -> str | None:
@@ -102,7 +106,40 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
         attrs["channels_last"] = True
     if folded is not None:
         operands = {**operands, "bias": relax.const(folded), "zero_point_in_bias": True}
-    return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
+        padded = _whole_tiles(call, data, weight, attrs["group"], ctx)
+        if padded is not None:
+            weight, attrs["units"] = padded, int(weight.value.numpy().shape[0])
+    attrs["unrolled_taps"] = ctx.qlinear_unrolled_taps
+    return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs},
+                      func_attrs=_unrolled_window_attrs(call, weight, attrs))
+
+
+def _unrolled_window_attrs(call: relax.Call, weight: relax.Expr, attrs: dict) -> dict:
+    """A depthwise QLinearConv whose kernel sums its window's taps as one expression
+    (``tvm_ext.kernels.onnx_qlinear.sums_taps_unrolled``): its MACs declared (its kernel has no reduction to count
+    them: ``tvm_ext.plan.macs``, DECLARED_MACS_ATTR) and the kernel kept unfused (UNFUSED_ATTR: fused, as an
+    elementwise kernel, into the copy after it, its declared MACs would be lost with its PrimFunc). Else none."""
+    shape = [int(d) for d in weight.ty.shape.values]
+    if attrs.get("channels_last") or not sums_taps_unrolled(shape[1], attrs["pads"], shape[2:],
+                                                            attrs["unrolled_taps"]):
+        return {}
+    outputs = int(np.prod([int(d) for d in call.ty_args[0].shape.values]))
+    return {DECLARED_MACS_ATTR: tirx.IntImm("int64", outputs * int(np.prod(shape[1:]))), UNFUSED_ATTR: True}
+
+
+def _whole_tiles(call: relax.Call, data: relax.Expr, weight: Constant, group: int,
+                 ctx: LoweringContext) -> Optional[Constant]:
+    """The constant weights [O, ...] of a QLinearConv of one group and several output pixels with zero rows up to
+    whole tiles of the backend's MAC helper (``padded_channels``, ``LoweringContext.dense_unit_tile``), where O is
+    not whole tiles already; else None. As TFLite's CONV_2D (``tvm_ext.transform.int8.conv``), the channel loop then
+    runs the MAC helper's tiles instead of the scalar loop nest (the padded channels' sums computed and never
+    read): cortex-m4f, yolo_small_64x80_int8's 3x3 convolutions of 21 to 99 channels."""
+    values = weight.value.numpy()
+    pixels = int(np.prod([int(d) for d in call.ty_args[0].shape.values[2:]]))
+    padded = padded_channels(values, data, ctx.dense_unit_tile) if group == 1 and pixels > 1 else None
+    if padded is None:
+        return None
+    return relax.const(np.concatenate([values, np.zeros((padded - values.shape[0], *values.shape[1:]), values.dtype)]))
 
 
 def _immediate_zero_points(operands: dict) -> dict:
@@ -232,6 +269,17 @@ def _softmax(marker: str, call: relax.Call, operands: dict, geometry: list,
         "multiplier": output_multiplier(y_scale), "y_zero_point": y_zero, "dtype": _out_dtype(operands, "y")})
 
 
+def _leaky_relu(marker: str, call: relax.Call, operands: dict, geometry: list,
+                _ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
+    """QLinearLeakyRelu (int8): one lookup per element in onnxruntime's table of its outputs."""
+    quantization = _quantization(operands, "x", "y")
+    if quantization is None:
+        return Mismatch("a QLinearLeakyRelu with scales or zero points that are not constants")
+    (x_scale, x_zero), (y_scale, y_zero) = quantization
+    table = leaky_relu_table(x_scale, x_zero, y_scale, y_zero, float(geometry[0].value))
+    return lookup_call("QLinearLeakyRelu", call, operands["x"], relax.const(table))
+
+
 # Per marker: its tensor operands in ONNX order (the node's input names; a trailing optional one may be absent),
 # how many geometry fields follow them, and the kernel call it becomes.
 _OPERANDS = {
@@ -244,10 +292,12 @@ _OPERANDS = {
 _OPERANDS[QLINEAR_CONV_CHANNELS_LAST] = _OPERANDS[QLINEAR_CONV]
 _OPERANDS[QLINEAR_MUL] = _OPERANDS[QLINEAR_ADD]
 _OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_SOFTMAX] = _OPERANDS[QLINEAR_AVERAGE_POOL]
-_GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_CONV_CHANNELS_LAST: 4, QLINEAR_AVERAGE_POOL: 4}
+_OPERANDS[QLINEAR_LEAKY_RELU] = _OPERANDS[QLINEAR_AVERAGE_POOL]
+_GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_CONV_CHANNELS_LAST: 4, QLINEAR_AVERAGE_POOL: 4, QLINEAR_LEAKY_RELU: 1}
 _KERNEL_CALLS: dict[str, Callable[[str, relax.Call, dict, list, LoweringContext], Union[KernelCall, Mismatch]]] = {
     QLINEAR_CONV: _mac, QLINEAR_CONV_CHANNELS_LAST: _mac, QLINEAR_MATMUL: _mac, QLINEAR_ADD: _binary,
     QLINEAR_MUL: _binary, QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool, QLINEAR_SOFTMAX: _softmax,
+    QLINEAR_LEAKY_RELU: _leaky_relu,
 }
 
 

@@ -1,0 +1,80 @@
+/* Unit test of the bundle's saturating rounding (packager/templates/saturate_half_even.h.in, with the prefix lp)
+ * against the clamp then C99's nearbyintf (ties to even in the default rounding mode) that onnxruntime computes:
+ * for the int8 range with zero points -128, -7, 0, 5 and 127, the uint8 range with 0, 128 and 255 and the int16
+ * range with 0 (the helper's three forms where the core saturates: SSAT, USAT, the compares), every multiple of 1/4
+ * in -400..400 and its float neighbours, the edges of int32 and beyond (to the infinities), and values drawn at every
+ * exponent. Built by tests/packager/test_saturate_half_even_in_c.py on the host (strict warnings, sanitizers: the
+ * float clamp's form) and under QEMU on cortex-m4f (VCVTR, QADD, SSAT). Prints "ok <count>" and exits 0, or names
+ * the first failures and exits 1. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "saturate_half_even.h"
+
+static uint32_t state = 2026u;
+
+static uint32_t draw_bits(void)
+{
+    state = state * 1664525u + 1013904223u;
+    return state;
+}
+
+static int32_t checks = 0, failures = 0;
+
+static void expect(int32_t ours, float value, int32_t zero_point, int32_t low, int32_t high)
+{
+    const float below = (float)(low - zero_point), above = (float)(high - zero_point);
+    const float clamped = fminf(fmaxf(value, below), above);
+    const int32_t want = (int32_t)nearbyintf(clamped) + zero_point;
+    checks += 1;
+    if (ours != want && failures++ < 10) {
+        printf("lp_saturate_half_even(%a, %ld, %ld, %ld) = %ld, expected %ld\n", (double)value, (long)zero_point,
+               (long)low, (long)high, (long)ours, (long)want);
+    }
+}
+
+/* The helper called as the kernels call it: the range's bounds constants. */
+static void check(float value)
+{
+    static const int32_t int8_zero_points[] = {-128, -7, 0, 5, 127};
+    static const int32_t uint8_zero_points[] = {0, 128, 255};
+    for (size_t z = 0; z < sizeof int8_zero_points / sizeof int8_zero_points[0]; ++z) {
+        expect(lp_saturate_half_even(value, int8_zero_points[z], -128, 127), value, int8_zero_points[z], -128, 127);
+    }
+    for (size_t z = 0; z < sizeof uint8_zero_points / sizeof uint8_zero_points[0]; ++z) {
+        expect(lp_saturate_half_even(value, uint8_zero_points[z], 0, 255), value, uint8_zero_points[z], 0, 255);
+    }
+    expect(lp_saturate_half_even(value, 0, -32768, 32767), value, 0, -32768, 32767);
+}
+
+int main(void)
+{
+    for (int32_t quarter = -1600; quarter <= 1600; ++quarter) {
+        const float value = (float)quarter * 0.25f;
+        check(value);
+        check(nextafterf(value, 1e9f));
+        check(nextafterf(value, -1e9f));
+    }
+    static const float edges[] = {32767.5f, 32768.5f, 40000.0f, 4194304.5f, 8388608.0f, 2147483520.0f,
+                                  2147483648.0f, 4294967296.0f, 1e20f, FLT_MAX, INFINITY, 0.49999997f, 0.50000006f,
+                                  1e-45f, 0.0f};
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; ++e) {
+        check(edges[e]);
+        check(-edges[e]);
+    }
+    for (int32_t k = 0; k < 20000; ++k) {
+        /* any finite float of magnitude 2^-30..2^40, either sign */
+        const int32_t exponent = (int32_t)(draw_bits() % 71u) - 30;
+        const float value = ldexpf(1.0f + (float)(draw_bits() & 0x7fffffu) / 8388608.0f, exponent - 1);
+        check(value);
+        check(-value);
+    }
+    if (failures != 0) {
+        printf("FAIL %ld of %ld\n", (long)failures, (long)checks);
+        return 1;
+    }
+    printf("ok %ld\n", (long)checks);
+    return 0;
+}
