@@ -180,6 +180,27 @@ def one_compile_job_under_xdist():
     patch.undo()
 
 
+PYTEST_TEST_VARIABLE = "PYTEST_CURRENT_TEST"
+"""The environment variable pytest sets to the running test's id and phase (setup, call, teardown)."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_reference_server_per_process():
+    """The reference runtimes' fork server (tvm_ext.reference.server) is reused across tests: a server serves
+    only the environment it was started with (`run_environment`), and pytest changes PYTEST_TEST_VARIABLE at
+    each phase of each test, so every test that compiled started a server of its own (Python, numpy and the
+    runtime's import: 0.24-0.33 CPU-s each, measured per test on the loaded machine), some one test in eight.
+    The runtimes never read that variable; any other change of the environment still starts a new server."""
+    from tvm_ext.reference import server
+
+    whole = server.run_environment
+    patch = pytest.MonkeyPatch()
+    patch.setattr(server, "run_environment",
+                  lambda: {name: value for name, value in whole().items() if name != PYTEST_TEST_VARIABLE})
+    yield
+    patch.undo()
+
+
 KEPT_CROSS_BUILD = "cross-build"
 """The folder beside a cached bundle's folder that holds its emulated self-test's cross build (`compile`'s
 keep_cross_build): `cross_build_of`."""

@@ -41,11 +41,17 @@ _RUNTIMES_SCRIPT = Path(reference_runtimes.__file__).resolve()
 _STOP_SECONDS = 10.0
 
 
+def run_environment() -> dict[str, str]:
+    """The environment a run inherits from its server: os.environ when the server started, which a server must
+    still match to be reused (`_take_server`)."""
+    return dict(os.environ)
+
+
 class _Server:
     """One server process and the unread part of its stdout."""
 
     def __init__(self) -> None:
-        self.environment = dict(os.environ)
+        self.environment = run_environment()
         # `-P`: neither the script's folder (tvm_ext/, whose module names could shadow a runtime's imports) nor
         # the working directory goes first on the import path. Its stderr is unused: each run writes its own.
         self._process = subprocess.Popen([sys.executable, "-P", str(_RUNTIMES_SCRIPT)], cwd="/",
@@ -122,7 +128,7 @@ def _take_server() -> _Server:
     with servers.lock:
         while servers.idle:
             server = servers.idle.pop()
-            if server.alive() and server.environment == dict(os.environ):
+            if server.alive() and server.environment == run_environment():
                 return server
             servers.started.remove(server)
             server.stop()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import example_model, run_cli
+from conftest import example_model
 from tvm_ext.validate.metrics import compare
 
 INPUT_SHAPE = (1, 1, 49, 10)  # the built-in example's input (mfcc), 12 classes out
@@ -42,18 +42,19 @@ def test_metrics_of_a_known_difference() -> None:
     ("float labels", {"labels": np.linspace(0, 1, 12)}, "'labels' must hold 12 whole numbers"),
     ("labels of another count", {"labels": np.arange(5)}, "'labels' must hold 12 whole numbers"),
 ])
-def test_a_hostile_samples_file_gets_one_line_and_exit_2_before_compiling(tmp_path, what, extra, message) -> None:
+def test_a_hostile_samples_file_gets_one_line_and_exit_2_before_compiling(tmp_path, what, extra, message,
+                                                                          cli_in_process) -> None:
     samples = _samples(tmp_path / "samples.npz", **extra)
-    proc = run_cli("--example", "--target", "lowpower", "-o", str(tmp_path / "out"), "--validate", str(samples))
+    proc = cli_in_process("--example", "--target", "lowpower", "-o", str(tmp_path / "out"), "--validate", str(samples))
     assert proc.returncode == 2, (what, proc.stderr)
     assert proc.stderr.count("\n") == 1 and message in proc.stderr and "samples file samples.npz" in proc.stderr
     assert "[tvm_ext] import" not in proc.stdout and not (tmp_path / "out").exists()
 
 
-def test_validate_a_float_bundle_against_onnxruntime_with_labels(tmp_path) -> None:
+def test_validate_a_float_bundle_against_onnxruntime_with_labels(tmp_path, cli_in_process) -> None:
     labels = np.arange(12) % 12
     samples = _samples(tmp_path / "samples.npz", labels=labels)
-    proc = run_cli("--example", "--target", "lowpower", "-o", str(tmp_path / "out"), "--validate", str(samples))
+    proc = cli_in_process("--example", "--target", "lowpower", "-o", str(tmp_path / "out"), "--validate", str(samples))
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^\[tvm_ext\] validate +[0-9.]+ s  CPU .* 12 samples of samples.npz on the host",
                      proc.stdout, re.MULTILINE), proc.stdout
@@ -93,9 +94,9 @@ def test_selftest_input_embeds_the_users_first_sample_instead_of_noise(tmp_path)
     assert first_case.lstrip().startswith("0x1p-1f, -0x1.8p-1f, 0x1p-3f, 0x1.4p-2f,"), first_case[:200]
 
 
-def test_a_hostile_selftest_input_gets_one_line_and_exit_2(tmp_path) -> None:
+def test_a_hostile_selftest_input_gets_one_line_and_exit_2(tmp_path, cli_in_process) -> None:
     np.savez(tmp_path / "sample.npz", mfcc=np.array([object()] * 3, dtype=object))
-    proc = run_cli("--example", "-o", str(tmp_path / "out"), "--selftest-input", str(tmp_path / "sample.npz"))
+    proc = cli_in_process("--example", "-o", str(tmp_path / "out"), "--selftest-input", str(tmp_path / "sample.npz"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "holds Python objects" in proc.stderr
 
 
