@@ -340,8 +340,9 @@ def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[st
     borders = {use.kernel: frozenset({key[0]}) for key in borders_chosen for use in found_borders[key]}
     outlined = outlined_borders(kernels, calls)
     uses, present = conv_tiles_uses(kernels, calls)
-    # the table forms' copy the border pixels call is generic over their windows: none specialized on a window
-    conv_shared = shared_conv_tiles(uses, present | {bias + TABLE_FORM for bias in outlined})
+    # the table forms' copy the border pixels call is generic over their windows: none specialized on a window, a
+    # kernel of any window calls it where that pays by itself
+    conv_shared = shared_conv_tiles(uses, present, generic=frozenset(bias + TABLE_FORM for bias in outlined))
     outlined_kernels = frozenset().union(*outlined.values())
     if not forms and not borders and not conv_shared and not outlined_kernels:
         return None

@@ -33,6 +33,7 @@ from tvm import tirx
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import (_CHANNELS, _ROW_LEN, _ROWS, _X_ROW_STRIDE, HELIUM_SHARED_TILES_OPS,
                                                     HELIUM_TILES_OPS, TILE, op_executions)
+from backends.cortex_m.schedules.outlined_borders import PIXEL_INSTRUCTIONS
 
 LANES = 16
 """The int8 lanes of one vector of the dual MAC's row loop."""
@@ -93,6 +94,18 @@ class ConvTilesUse:
         return INLINED_BYTES * instructions_per_byte - self.extra_instructions()
 
 
+def generic_gain(use: ConvTilesUse, instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> int:
+    """What calling a copy generic over its callers' windows saves instead of inlining, in instructions per
+    inference: INLINED_BYTES at ``instructions_per_byte`` each, less ``outlined_borders.PIXEL_INSTRUCTIONS`` per
+    pixel of the call (the most measured of that copy's border calls against the inlined tiles). Measured on
+    cortex-m55, yolo_tiny_64x96_w9's 3x3 LEAKY_RELU kernels whose interiors join the table form's copy (kept from
+    gcc's interprocedural passes, ``helium_conv_tiles.h.in``): every one faster, 4x6x101 389,075 -> 308,886
+    instructions, 8x12x61 837,304 -> 558,620, over 91 inputs 1,816,676 -> 1,063,372 (inlined over three rows, the
+    tiles' accumulators and pointers shuffled through other registers at every vector); the bundle 8,732,606 ->
+    7,582,382 instructions, code 9,384 -> 7,772 B (cortex-m4f 8,412)."""
+    return INLINED_BYTES * instructions_per_byte - use.calls * use.pixels * PIXEL_INSTRUCTIONS
+
+
 def conv_tiles_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]
                     ) -> tuple[dict[str, tuple[ConvTilesUse, ...]], frozenset[str]]:
     """Per form (bias type, with or without a table: ``conv_tiles.HELIUM_TILES_OPS``' keys), the kernels of
@@ -121,20 +134,30 @@ def conv_tiles_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, in
 
 
 def shared_conv_tiles(uses: Mapping[str, tuple[ConvTilesUse, ...]], present: frozenset[str] = frozenset(),
-                      instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> frozenset[str]:
+                      instructions_per_byte: int = INSTRUCTIONS_PER_BYTE,
+                      generic: frozenset[str] = frozenset()) -> frozenset[str]:
     """The kernels that call the copy, from the bundle's ``uses`` (``conv_tiles_uses``) per bias type, none where
     the bias type is in ``present`` (the bundle holds that copy already, specialized on its callers' sizes): among
     the kernels whose every call has one bias type and one window but for its channels (``ConvTilesUse.row_window``),
     per such window, each
     kernel's gain (``ConvTilesUse.gain``, summed over its calls), the kernels sorted by gain, the best-paying first,
     and the prefix whose gains most exceed the copy's COPY_BYTES at ``instructions_per_byte``; the window whose
-    prefix pays most calls the copy."""
+    prefix pays most calls the copy. Of the bias types in ``generic`` (the bundle holds that copy already, generic
+    over its callers' windows: ``outlined_borders``' table forms), every kernel whose calls all have that bias type,
+    of any windows, calls it where that pays by itself (``generic_gain``): no copy to pay, no caller's sizes to
+    keep."""
     keys: dict[str, set[tuple[str, tuple[int, ...]]]] = {}
     for bias, found in uses.items():
         for use in found:
             keys.setdefault(use.kernel, set()).add((bias, use.row_window))
     chosen: set[str] = set()
-    for bias in sorted(set(uses) - present):
+    for bias in sorted(set(uses) & generic):
+        gains: dict[str, int] = {}
+        for use in uses[bias]:
+            if {key[0] for key in keys[use.kernel]} == {bias}:
+                gains[use.kernel] = gains.get(use.kernel, 0) + generic_gain(use, instructions_per_byte)
+        chosen.update(kernel for kernel, gain in gains.items() if gain > 0)
+    for bias in sorted(set(uses) - present - generic):
         groups: dict[tuple[int, ...], dict[str, int]] = {}
         for use in uses[bias]:
             if keys[use.kernel] == {(bias, use.row_window)}:

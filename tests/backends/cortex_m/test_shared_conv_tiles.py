@@ -24,7 +24,7 @@ from tvm.script import tirx as T
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_OPS, SHARED_CONV_TILES_OPS
 from backends.cortex_m.schedules.shared_conv_tiles import (COPY_BYTES, INLINED_BYTES, ConvTilesUse, conv_tiles_uses,
-                                                           shared_conv_tiles)
+                                                           generic_gain, shared_conv_tiles)
 
 
 def _fc(kernel: str, pixels: int = 49, tiles: int = 15, vectors: int = 4, calls: int = 1,
@@ -75,6 +75,26 @@ def test_each_bias_type_pays_its_own_copy_and_none_joins_a_copy_the_bundle_holds
     # the int32 copy there already (a padded convolution's merged calls: common_tails), specialized on its callers'
     # sizes: no kernel joins it
     assert shared_conv_tiles(uses, present=frozenset({"int32"})) == frozenset()
+
+
+def test_kernels_of_any_window_join_a_copy_the_bundle_holds_generic_where_each_pays():
+    # yolo_tiny_64x96_w9's 3x3 LEAKY_RELU kernels, whose border pixels call the table form's copy (outlined_borders:
+    # generic over their windows): the interiors of 4x6 pixels (8 of 101 channels over 3 rows of 183 inputs) and
+    # of 8x12 pixels (60 of 61 channels over 3 rows of 111) join it whatever their windows, that of 16x24 pixels
+    # (308 of 37 channels) keeps the tiles inlined; no copy to pay, so one kernel joins alone
+    small = _fc("c4x6", pixels=24, tiles=26, vectors=36, window=(183, 549, 3, 183, 101))
+    mid = _fc("c8x12", pixels=96, tiles=16, vectors=21, window=(111, 333, 3, 111, 61))
+    big = _fc("c16x24", pixels=384, tiles=10, vectors=12, window=(57, 171, 3, 57, 37))
+    assert small.gain() < 0  # specialized sharing would charge them its row loop's vectors
+    assert generic_gain(small) > 0 and generic_gain(mid) > 0 and generic_gain(big) < 0
+    uses = {"int32+table": (small, mid, big)}
+    assert shared_conv_tiles(uses, generic=frozenset({"int32+table"})) == frozenset({"c4x6", "c8x12"})
+    assert shared_conv_tiles({"int32+table": (mid,)}, generic=frozenset({"int32+table"})) == frozenset({"c8x12"})
+    # without the generic copy there, each window would pay its own specialized copy: none does
+    assert shared_conv_tiles(uses) == frozenset()
+    # a kernel whose calls take another form besides keeps the tiles inlined
+    assert shared_conv_tiles({**uses, "int32": (_fc("c4x6"),)}, generic=frozenset({"int32+table"})) \
+        == frozenset({"c8x12"})
 
 
 def test_a_kernel_of_two_windows_keeps_the_tiles_inlined():
