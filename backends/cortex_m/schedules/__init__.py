@@ -290,7 +290,8 @@ class HeliumMacSchedules(DualMacSchedules):
         out-of-line copy its kernels share (`TileHelpers.shared`: `helium_bundle_choice`)."""
         self.conv_tiles = conv_tiles
         """The fused channel tiles' helpers (`conv_tiles`): inlined (HELIUM_CONV_TILES), or the bundle's one
-        out-of-line copy in the kernels its choice gives it (HELIUM_SHARED_CONV_TILES: `helium_bundle_choice`)."""
+        out-of-line copy in the kernels its choice gives it (HELIUM_SHARED_CONV_TILES: `helium_bundle_choice`), or
+        the table forms' generic copy (HELIUM_GENERIC_CONV_TILES: `shared_conv_tiles.generic_conv_tiles`)."""
 
     def epilogue_calls(self, func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over a pixel
@@ -353,7 +354,8 @@ def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[st
                         "generic" if kernel in generic else "shared" if kernel in conv_shared else "inlined",
                         kernel in outlined_kernels)
                for kernel in set(forms) | set(borders) | conv_shared | generic | outlined_kernels}
-    conv_tiles = {"generic": HELIUM_GENERIC_CONV_TILES, "shared": HELIUM_SHARED_CONV_TILES, "inlined": HELIUM_CONV_TILES}
+    conv_tiles = {"generic": HELIUM_GENERIC_CONV_TILES, "shared": HELIUM_SHARED_CONV_TILES,
+                  "inlined": HELIUM_CONV_TILES}
     schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0], shared_borders=choice[1]),
                                             conv_tiles[choice[2]], choice[3])
                  for choice in set(choices.values())}
