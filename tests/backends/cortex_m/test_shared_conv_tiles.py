@@ -101,11 +101,16 @@ def test_kernels_of_any_window_call_a_copy_generic_over_windows_where_each_pays(
     assert generic_conv_tiles(uses, frozenset()) == (frozenset(), frozenset())
     assert generic_conv_tiles({**uses, "int32": (_fc("p5x5"),)}, table) == (frozenset(), frozenset({"c4x6", "c16x24"}))
     # yolo_tiny_64x96_w9's 8x12x61 kernel: its border pixels' call (one row of 333 inputs) is the copy's already
-    # where its borders are outlined, and counts nothing; inlined it would cost the generic copy's tiles
+    # where its borders are outlined, and counts nothing
     border = _fc("c16x24", pixels=384, tiles=10, vectors=11, window=(0, 171, 1, 171, 37))
     assert generic_gain(border) < -generic_gain(big)
     pair = {"int32+table": (small, big, border)}
-    assert generic_conv_tiles(pair, table) == (frozenset(), frozenset())
+    # ... and not outlined, it runs in the generic copy with its interior, which spills inlined: the kernel pays
+    assert generic_conv_tiles(pair, table) == (frozenset(), frozenset({"c4x6", "c16x24"}))
+    assert generic_gain(border, spilling=True) == INLINED_BYTES * INSTRUCTIONS_PER_BYTE
+    # a one-row call in a kernel that spills nowhere keeps its price: yolo_tiny_80's 10x10x80 kernel (rows of 120)
+    whole_border = _fc("c10x10", pixels=100, tiles=20, vectors=23, window=(0, 360, 1, 360, 80))
+    assert generic_conv_tiles({"int32+table": (small, whole, whole_border)}, table) == (frozenset(), frozenset())
     assert generic_conv_tiles(pair, table, frozenset({"c16x24"})) == (frozenset(), frozenset({"c4x6", "c16x24"}))
 
 
