@@ -93,7 +93,8 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
                                                         copied_window_length, has_short_rows, window_buffer,
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
-from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_CONV_TILES, HELIUM_SHARED_CONV_TILES,
+from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_CONV_TILES, HELIUM_GENERIC_CONV_TILES,
+                                                     HELIUM_SHARED_CONV_TILES,
                                                      HELIUM_TAIL_CHOICES, TABLE_FORM, ConvTileHelpers, conv_tiles_calls,
                                                      executions, one_row_padding_pays)
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
@@ -124,7 +125,7 @@ from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernel
 from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIUM_EPILOGUE, may_shift_left,
                                                               requantize_epilogue_calls, with_left_shifts_recorded)
 from backends.cortex_m.schedules.outlined_borders import outlined_border_calls, outlined_borders
-from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, shared_conv_tiles
+from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, generic_conv_tiles, shared_conv_tiles
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.tiles_16x8 import outlined_16x8_macs, tiles_16x8_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
@@ -289,7 +290,8 @@ class HeliumMacSchedules(DualMacSchedules):
         out-of-line copy its kernels share (`TileHelpers.shared`: `helium_bundle_choice`)."""
         self.conv_tiles = conv_tiles
         """The fused channel tiles' helpers (`conv_tiles`): inlined (HELIUM_CONV_TILES), or the bundle's one
-        out-of-line copy in the kernels its choice gives it (HELIUM_SHARED_CONV_TILES: `helium_bundle_choice`)."""
+        out-of-line copy in the kernels its choice gives it (HELIUM_SHARED_CONV_TILES: `helium_bundle_choice`), or
+        the table forms' generic copy (HELIUM_GENERIC_CONV_TILES: `shared_conv_tiles.generic_conv_tiles`)."""
 
     def epilogue_calls(self, func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over a pixel
@@ -340,16 +342,22 @@ def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[st
     borders = {use.kernel: frozenset({key[0]}) for key in borders_chosen for use in found_borders[key]}
     outlined = outlined_borders(kernels, calls)
     uses, present = conv_tiles_uses(kernels, calls)
-    # the table forms' copy the border pixels call is generic over their windows: none specialized on a window
-    conv_shared = shared_conv_tiles(uses, present | {bias + TABLE_FORM for bias in outlined})
+    # the table forms' copy the border pixels call is generic over their windows: none specialized on a window; a
+    # kernel of any window calls it, or the generic copy, where that pays by itself (generic_conv_tiles)
+    table_forms = frozenset(bias + TABLE_FORM for bias in outlined)
     outlined_kernels = frozenset().union(*outlined.values())
-    if not forms and not borders and not conv_shared and not outlined_kernels:
+    joined, generic = generic_conv_tiles(uses, table_forms, outlined_kernels)
+    conv_shared = shared_conv_tiles(uses, present | table_forms) | joined
+    if not forms and not borders and not conv_shared and not generic and not outlined_kernels:
         return None
-    choices = {kernel: (forms.get(kernel, frozenset()), borders.get(kernel, frozenset()), kernel in conv_shared,
+    choices = {kernel: (forms.get(kernel, frozenset()), borders.get(kernel, frozenset()),
+                        "generic" if kernel in generic else "shared" if kernel in conv_shared else "inlined",
                         kernel in outlined_kernels)
-               for kernel in set(forms) | set(borders) | conv_shared | outlined_kernels}
+               for kernel in set(forms) | set(borders) | conv_shared | generic | outlined_kernels}
+    conv_tiles = {"generic": HELIUM_GENERIC_CONV_TILES, "shared": HELIUM_SHARED_CONV_TILES,
+                  "inlined": HELIUM_CONV_TILES}
     schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0], shared_borders=choice[1]),
-                                            HELIUM_SHARED_CONV_TILES if choice[2] else HELIUM_CONV_TILES, choice[3])
+                                            conv_tiles[choice[2]], choice[3])
                  for choice in set(choices.values())}
     return BundleChoice({kernel: schedules[choice] for kernel, choice in choices.items()})
 
