@@ -55,9 +55,7 @@ def defined_names(text: str, prefix: str = PREFIX) -> set[str]:
         if depth == 0 and char in ";{":
             declaration = "".join(head)
             if char == "{" and "=" not in declaration:  # a function's body follows its declarator
-                names.update(match.group(1) for match in [next(
-                    (m for m in re.finditer(rf"\b({prefix}_\w+)\s*\(", declaration)
-                     if declaration[:m.start()].count("(") == declaration[:m.start()].count(")")), None)] if match)
+                names.update(_declarator(declaration, prefix))
             elif char == "{" or not declaration.rstrip().endswith(")"):  # an initialized array, a variable, a type
                 names.update(name.findall(declaration.split("=")[0])[-1:])
             head = [] if char == ";" else head
@@ -67,6 +65,16 @@ def defined_names(text: str, prefix: str = PREFIX) -> set[str]:
         elif depth == 0:
             head.append(char)
     return names
+
+
+def _declarator(declaration: str, prefix: str) -> list[str]:
+    """The function name of ``prefix`` that ``declaration`` (the text before a body) declares: the first name
+    followed by a parameter list outside every parenthesis (an attribute's or a function pointer's), if any."""
+    for match in re.finditer(rf"\b({prefix}_\w+)\s*\(", declaration):
+        before = declaration[:match.start()]
+        if before.count("(") == before.count(")"):
+            return [match.group(1)]
+    return []
 
 
 def every_library() -> set[HelperLibrary]:
