@@ -44,6 +44,16 @@ class HelperLibrary:
     roundings: tuple[str, ...] = ()
     """The `packager.fixed_point_c` helpers this one's C calls: a bundle whose kernels call one of its helpers defines
     them (before every library), whether or not a kernel calls them itself."""
+    family: Optional[str] = field(kw_only=True)
+    """The processor family (its `Backend.name`) whose bundles alone may define this library, or None: portable C
+    that any family's bundle may define beside its own. Each family's libraries may define the names another
+    family's define, with other contracts (Cortex-M's requantization epilogue and RV32's stand-in for it: each
+    family's kernels call `<prefix>_requantize_small_s8`), so `Backend.bundle_helper_libraries` refuses a library
+    of another family; a portable library defines no name any other library defines."""
+
+
+class ForeignHelperLibraryError(RuntimeError):
+    """A bundle's kernels recorded a helper library of another processor family than the bundle's backend."""
 
 
 class EmulatedBuildError(RuntimeError):
@@ -152,7 +162,15 @@ class Backend:
     def bundle_helper_libraries(self, profile: Profile, called: tuple[HelperLibrary, ...]
                                 ) -> tuple[HelperLibrary, ...]:
         """The libraries a bundle for `profile` defines, given those its kernels' calls recorded (`called`):
-        this backend's `helper_library` as `helpers_of(profile)` implements it, any other as it is."""
+        this backend's `helper_library` as `helpers_of(profile)` implements it, any other as it is.
+        ForeignHelperLibraryError (our bug: exit 3) where one is of another family (`HelperLibrary.family`): its C
+        may define this family's names with other contracts, so the bundle would not build or, worse, would call
+        the other contract."""
+        foreign = sorted(library.name for library in called if library.family not in (None, self.name))
+        if foreign:
+            raise ForeignHelperLibraryError(f"a {self.name} bundle's kernels call helpers of another family's "
+                                            f"libraries ({', '.join(foreign)}): a schedule of this backend "
+                                            f"emitted another family's helper call")
         if self.helpers_of is None:
             return called
         own = self.helpers_of(profile)

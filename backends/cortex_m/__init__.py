@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from backends.backend import Backend
+from backends.cortex_m.family import CORTEX_M_FAMILY
 from backends.cortex_m.helpers import CORTEX_M_HELPERS, helpers_of
 from backends.cortex_m.kind_targets import kind_targets
 from backends.cortex_m.runner import CortexMRunner
@@ -31,4 +32,4 @@ def emulated_runner(profile: Profile) -> Optional[CortexMRunner]:
     return CortexMRunner(CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.hardware_float))
 
 
-CORTEX_M = Backend("cortex_m", CORTEX_M_HELPERS, emulated_runner, kind_targets, helpers_of)
+CORTEX_M = Backend(CORTEX_M_FAMILY, CORTEX_M_HELPERS, emulated_runner, kind_targets, helpers_of)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from backends.backend import Backend, no_kind_targets
+from backends.riscv.family import RISCV_FAMILY
 from backends.riscv.helpers import RISCV_HELPERS
 from backends.riscv.runner import RiscvRunner
 from emulator.boards import RISCV_BOARDS
@@ -34,7 +35,7 @@ def emulated_runner(profile: Profile) -> Optional[RiscvRunner]:
     return RiscvRunner(profile.name, RISCV_BOARDS[profile.qemu_board])
 
 
-RISCV = Backend("riscv", RISCV_HELPERS, emulated_runner, no_kind_targets,
+RISCV = Backend(RISCV_FAMILY, RISCV_HELPERS, emulated_runner, no_kind_targets,
                 rounding_forms={SMALL_RIGHT_SHIFT: SMALL_RIGHT_SHIFT_MULH}, weights_block=True)
 """The RISC-V backend; its bundles' "double_small" requantization in the form of RV32IM's MULH
 (`packager.fixed_point_c.SMALL_RIGHT_SHIFT_MULH`: rv32imc, kws_gru24_31x13, 510,054 -> 493,048 instructions and

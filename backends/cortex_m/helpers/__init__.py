@@ -43,6 +43,7 @@ library `helpers_of` gives for its profile.
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.cortex_m.family import CORTEX_M_FAMILY
 from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c, helium_batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import copy_helper_c, helium_max_s8_helper_c, max_s8_helper_c
@@ -84,8 +85,8 @@ def helium_helpers_c(prefix: str) -> str:
     return "\n".join([helium_mac_helpers_c(prefix), helium_requantize_c(prefix), copy_helper_c(prefix)])
 
 
-CORTEX_M_HELPERS = HelperLibrary("cortex_m", cortex_m_helpers_c)
-HELIUM_HELPERS = HelperLibrary("cortex_m_helium", helium_helpers_c)
+CORTEX_M_HELPERS = HelperLibrary("cortex_m", cortex_m_helpers_c, family=CORTEX_M_FAMILY)
+HELIUM_HELPERS = HelperLibrary("cortex_m_helium", helium_helpers_c, family=CORTEX_M_FAMILY)
 
 
 def pair_direct_helpers_c(prefix: str) -> str:
@@ -93,7 +94,8 @@ def pair_direct_helpers_c(prefix: str) -> str:
     return dsp_template_c(PAIR_DIRECT_TEMPLATE, prefix)
 
 
-PAIR_DIRECT_HELPERS = HelperLibrary("cortex_m_pair_direct", pair_direct_helpers_c, (CORTEX_M_HELPERS,))
+PAIR_DIRECT_HELPERS = HelperLibrary("cortex_m_pair_direct", pair_direct_helpers_c, (CORTEX_M_HELPERS,),
+                                    family=CORTEX_M_FAMILY)
 """The scratch-free pair tiles of DSP cores (`pair_tiles_c`): a library of its own, which only the bundles whose
 kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses (its calls record both: a kernel may
 call no other helper)."""
@@ -104,12 +106,14 @@ def dual_mac_w16_helpers_c(prefix: str) -> str:
     return dsp_template_c(DUAL_MAC_W16_TEMPLATE, prefix)
 
 
-DUAL_MAC_W16_HELPERS = HelperLibrary("cortex_m_dual_mac_w16", dual_mac_w16_helpers_c, (CORTEX_M_HELPERS,))
+DUAL_MAC_W16_HELPERS = HelperLibrary("cortex_m_dual_mac_w16", dual_mac_w16_helpers_c, (CORTEX_M_HELPERS,),
+                                     family=CORTEX_M_FAMILY)
 """The 16x8 dual MAC over widened weights of DSP cores (`dual_mac_c.DUAL_MAC_W16_TEMPLATE`): a library of its own,
 which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operations it uses."""
 
 
-TILES_16X8_HELPERS = HelperLibrary("cortex_m_tiles_16x8", tiles_16x8_c, (CORTEX_M_HELPERS,), (REQUANTIZE_16X8,))
+TILES_16X8_HELPERS = HelperLibrary("cortex_m_tiles_16x8", tiles_16x8_c, (CORTEX_M_HELPERS,), (REQUANTIZE_16X8,),
+                                   family=CORTEX_M_FAMILY)
 """The fused 16x8 channel tiles (`tiles_16x8_c`): a library of its own, which only the bundles whose kernels call it
 define, after CORTEX_M_HELPERS (in a Helium bundle HELIUM_HELPERS), whose dual MAC or Helium lanes it uses, and the
 16x8 requantization (`packager.fixed_point_c`). RV32 bundles define the same template as
@@ -121,27 +125,32 @@ def pair_part_helpers_c(prefix: str) -> str:
     return dsp_template_c(PAIR_PART_TEMPLATE, prefix)
 
 
-PAIR_PART_HELPERS = HelperLibrary("cortex_m_pair_part", pair_part_helpers_c, (CORTEX_M_HELPERS,))
+PAIR_PART_HELPERS = HelperLibrary("cortex_m_pair_part", pair_part_helpers_c, (CORTEX_M_HELPERS,),
+                                  family=CORTEX_M_FAMILY)
 """The pair tiles of a channel count that is not a multiple of four on DSP cores (`pair_tiles_c`): a library of its
 own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses."""
-BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_batch_matmul", batch_matmul_helper_c, (CORTEX_M_HELPERS,))
-POINTWISE_FEW_HELPERS = HelperLibrary("cortex_m_pointwise_few", pointwise_few_helper_c, (CORTEX_M_HELPERS,))
+BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_batch_matmul", batch_matmul_helper_c, (CORTEX_M_HELPERS,),
+                                     family=CORTEX_M_FAMILY)
+POINTWISE_FEW_HELPERS = HelperLibrary("cortex_m_pointwise_few", pointwise_few_helper_c, (CORTEX_M_HELPERS,),
+                                      family=CORTEX_M_FAMILY)
 """The 1x1 convolution of few input channels of DSP cores (`pointwise_few_c`): a library of its own, which only the
 bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operations and requantization steps it
 uses."""
 """The int8 batch matmul of DSP cores (`batch_matmul_c`): a library of its own, which only the bundles whose kernels
 call it define, after CORTEX_M_HELPERS, whose requantization steps (`requantize_small.h.in`) it uses."""
-HELIUM_MAX_HELPERS = HelperLibrary("cortex_m_helium_max", helium_max_s8_helper_c, (CORTEX_M_HELPERS,))
+HELIUM_MAX_HELPERS = HelperLibrary("cortex_m_helium_max", helium_max_s8_helper_c, (CORTEX_M_HELPERS,),
+                                   family=CORTEX_M_FAMILY)
 """The int8 maximum of runs on Helium cores (`copy_c.HELIUM_MAX_S8_TEMPLATE`: MAX_POOL_2D's taps 16 lanes a VMAX): a
 library of its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS (in a Helium bundle
 HELIUM_HELPERS, whose lanes it uses)."""
-HELIUM_MAC_ROWS_HELPERS = HelperLibrary("cortex_m_helium_mac_rows", helium_mac_rows_c, (CORTEX_M_HELPERS,))
+HELIUM_MAC_ROWS_HELPERS = HelperLibrary("cortex_m_helium_mac_rows", helium_mac_rows_c, (CORTEX_M_HELPERS,),
+                                        family=CORTEX_M_FAMILY)
 """The rows MAC of Helium cores (`helium_c.HELIUM_MAC_ROWS_TEMPLATE`: a recurrent cell's product, every tile of
 four rows in one call): a library of its own, which only the bundles whose kernels call it define, after
 CORTEX_M_HELPERS (in a Helium bundle HELIUM_HELPERS: its pointer-keeping macro, and the one-pixel dual MAC that its
 portable C runs on each tile)."""
 HELIUM_BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_helium_batch_matmul", helium_batch_matmul_helper_c,
-                                            (CORTEX_M_HELPERS,))
+                                            (CORTEX_M_HELPERS,), family=CORTEX_M_FAMILY)
 """Its Helium twin (`batch_matmul_c.HELIUM_BATCH_MATMUL_TEMPLATE`): a library of its own likewise, after
 CORTEX_M_HELPERS, which a Helium bundle defines as HELIUM_HELPERS (its dual MAC and vector requantization)."""
 
@@ -151,7 +160,8 @@ def conv_tiles_part_helpers_c(prefix: str) -> str:
     return dsp_template_c(CONV_TILES_PART_TEMPLATE, prefix)
 
 
-CONV_TILES_PART_HELPERS = HelperLibrary("cortex_m_conv_tiles_part", conv_tiles_part_helpers_c, (CORTEX_M_HELPERS,))
+CONV_TILES_PART_HELPERS = HelperLibrary("cortex_m_conv_tiles_part", conv_tiles_part_helpers_c, (CORTEX_M_HELPERS,),
+                                        family=CORTEX_M_FAMILY)
 """The fused channel tiles of a channel count that is not a multiple of four, on DSP cores: a library of its own,
 which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose fused tiles it uses."""
 
@@ -161,7 +171,8 @@ def quad_tiles_helpers_c(prefix: str) -> str:
     return dsp_template_c(QUAD_TILES_TEMPLATE, prefix)
 
 
-QUAD_TILES_HELPERS = HelperLibrary("cortex_m_quad_tiles", quad_tiles_helpers_c, (CORTEX_M_HELPERS,))
+QUAD_TILES_HELPERS = HelperLibrary("cortex_m_quad_tiles", quad_tiles_helpers_c, (CORTEX_M_HELPERS,),
+                                   family=CORTEX_M_FAMILY)
 """The fused tiles of two pixel pairs of DSP cores (`quad_tiles_c`): a library of its own, which only the bundles
 whose kernels call it define, after CORTEX_M_HELPERS, whose word helpers and rounding it uses."""
 
@@ -172,7 +183,8 @@ def depthwise_spread_helpers_c(prefix: str) -> str:
     return dsp_template_c(DEPTHWISE_SPREAD_TEMPLATE, prefix)
 
 
-DEPTHWISE_SPREAD_HELPERS = HelperLibrary("cortex_m_depthwise_spread", depthwise_spread_helpers_c, (CORTEX_M_HELPERS,))
+DEPTHWISE_SPREAD_HELPERS = HelperLibrary("cortex_m_depthwise_spread", depthwise_spread_helpers_c, (CORTEX_M_HELPERS,),
+                                         family=CORTEX_M_FAMILY)
 """The depthwise MAC of a depth multiplier above 1 on DSP cores (`depthwise_spread_c`): a library of its own, which
 only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operations it uses."""
 
@@ -183,7 +195,8 @@ def depthwise_pair_helpers_c(prefix: str) -> str:
     return dsp_template_c(DEPTHWISE_PAIR_TEMPLATE, prefix)
 
 
-DEPTHWISE_PAIR_HELPERS = HelperLibrary("cortex_m_depthwise_pair", depthwise_pair_helpers_c, (CORTEX_M_HELPERS,))
+DEPTHWISE_PAIR_HELPERS = HelperLibrary("cortex_m_depthwise_pair", depthwise_pair_helpers_c, (CORTEX_M_HELPERS,),
+                                       family=CORTEX_M_FAMILY)
 """The two-pixel depthwise channel tiles of DSP cores (`backends.cortex_m.schedules.depthwise_pairs`): a library of
 its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose one-pixel tiles and
 requantization lanes it uses."""
@@ -195,7 +208,8 @@ def depthwise_pixel_helpers_c(prefix: str) -> str:
     return dsp_template_c(DEPTHWISE_PIXEL_TEMPLATE, prefix)
 
 
-DEPTHWISE_PIXEL_HELPERS = HelperLibrary("cortex_m_depthwise_pixel", depthwise_pixel_helpers_c, (CORTEX_M_HELPERS,))
+DEPTHWISE_PIXEL_HELPERS = HelperLibrary("cortex_m_depthwise_pixel", depthwise_pixel_helpers_c, (CORTEX_M_HELPERS,),
+                                        family=CORTEX_M_FAMILY)
 """One pixel's depthwise tiles of any channel count from four on DSP cores (`backends.cortex_m.schedules.
 depthwise_runs`' pixel tiles): a library of its own, which only the bundles whose kernels call it define, after
 CORTEX_M_HELPERS, whose fused tile it calls."""
@@ -205,7 +219,8 @@ def depthwise_rows_helpers_c(prefix: str) -> str:
     return dsp_template_c(DEPTHWISE_ROWS_TEMPLATE, prefix)
 
 
-DEPTHWISE_ROWS_HELPERS = HelperLibrary("cortex_m_depthwise_rows", depthwise_rows_helpers_c, (CORTEX_M_HELPERS,))
+DEPTHWISE_ROWS_HELPERS = HelperLibrary("cortex_m_depthwise_rows", depthwise_rows_helpers_c, (CORTEX_M_HELPERS,),
+                                       family=CORTEX_M_FAMILY)
 """A 3x3 depthwise layer as channel rows on DSP cores (`backends.cortex_m.schedules.depthwise_rows`): a library of
 its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose requantization it
 calls."""
@@ -218,24 +233,24 @@ def depthwise_rows_any_helpers_c(prefix: str) -> str:
 
 
 DEPTHWISE_ROWS_ANY_HELPERS = HelperLibrary("cortex_m_depthwise_rows_any", depthwise_rows_any_helpers_c,
-                                           (DEPTHWISE_ROWS_HELPERS,))
+                                           (DEPTHWISE_ROWS_HELPERS,), family=CORTEX_M_FAMILY)
 """A depthwise layer of any window but 3x3 as channel rows on DSP cores (`backends.cortex_m.schedules.
 depthwise_rows`): a library of its own, which only the bundles whose kernels call it define, after
 DEPTHWISE_ROWS_HELPERS, whose ring, widening and requantization it calls."""
 
 
-HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)
+HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c, family=CORTEX_M_FAMILY)
 """The float multiply-accumulates of Helium cores: their calls record this library, which a bundle defines as it
 is (`backends.backend.Backend.bundle_helper_libraries` swaps only CORTEX_M_HELPERS), so a float bundle defines
 these alone and the int8 bundles' helpers are unchanged."""
-FPU_FLOAT_HELPERS = HelperLibrary("cortex_m_fpu_float", fpu_float_c)
+FPU_FLOAT_HELPERS = HelperLibrary("cortex_m_fpu_float", fpu_float_c, family=CORTEX_M_FAMILY)
 """The same float helpers on a scalar FPU core without MVE (`fpu_float_c`: a group's weights one VLDM), a library of
 their own as HELIUM_FLOAT_HELPERS is: a float bundle for such a core defines these alone."""
-HELIUM_LEFT_SHIFTS_HELPERS = HelperLibrary("cortex_helium_left_shifts", helium_left_shifts_c)
+HELIUM_LEFT_SHIFTS_HELPERS = HelperLibrary("cortex_helium_left_shifts", helium_left_shifts_c, family=CORTEX_M_FAMILY)
 """<PREFIX>_LEFT_SHIFTS of Helium bundles (`helium_c.HELIUM_LEFT_SHIFTS_TEMPLATE`): a library of its own, which a
 bundle defines where a kernel's requantization may shift left; its name sorts before every other Cortex-M library's
 (the libraries come in their names' order), so it precedes the vector requantization that tests it."""
-HELIUM_QLINEAR_HELPERS = HelperLibrary("cortex_m_helium_qlinear", helium_qlinear_c)
+HELIUM_QLINEAR_HELPERS = HelperLibrary("cortex_m_helium_qlinear", helium_qlinear_c, family=CORTEX_M_FAMILY)
 """The QLinearConv helpers of Helium cores (a pointwise one's channel, any other's output row; onnxruntime's float32
 requantization): a library of its own, which a bundle defines as it is, so that only the bundles whose kernels call
 them define it."""

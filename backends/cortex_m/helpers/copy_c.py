@@ -26,6 +26,7 @@ A TRANSPOSE that moves the innermost axis (`tvm_ext.kernels.copy_runs.transpose_
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.cortex_m.family import CORTEX_M_FAMILY
 from packager.template_files import helper_template_c
 
 COPY_TEMPLATE = "copy_ascending.h.in"
@@ -77,7 +78,7 @@ def state_shift_c(prefix: str) -> str:
     return helper_template_c(__package__, STATE_SHIFT_TEMPLATE, prefix)
 
 
-STATE_SHIFT_HELPERS = HelperLibrary("cortex_m_state_shift", state_shift_c)
+STATE_SHIFT_HELPERS = HelperLibrary("cortex_m_state_shift", state_shift_c, family=CORTEX_M_FAMILY)
 
 
 TRANSPOSE_TEMPLATE = "transpose_s8.h.in"
@@ -93,4 +94,4 @@ def transpose_c(prefix: str) -> str:
     return helper_template_c(__package__, TRANSPOSE_TEMPLATE, prefix)
 
 
-TRANSPOSE_HELPERS = HelperLibrary("cortex_m_transpose", transpose_c)
+TRANSPOSE_HELPERS = HelperLibrary("cortex_m_transpose", transpose_c, family=CORTEX_M_FAMILY)

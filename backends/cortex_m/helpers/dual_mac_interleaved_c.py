@@ -16,6 +16,7 @@ on the host and under QEMU by `tests/c/test_dual_mac_interleaved.c`
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.cortex_m.family import CORTEX_M_FAMILY
 from packager.template_files import helper_template_c
 
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
@@ -38,7 +39,7 @@ def dual_mac_interleaved_c(prefix: str) -> str:
     return helper_template_c(__package__, DUAL_MAC_INTERLEAVED_TEMPLATE, prefix)
 
 
-INTERLEAVED_MAC_HELPERS = HelperLibrary("cortex_m_interleaved_mac", dual_mac_interleaved_c)
+INTERLEAVED_MAC_HELPERS = HelperLibrary("cortex_m_interleaved_mac", dual_mac_interleaved_c, family=CORTEX_M_FAMILY)
 
 
 DUAL_MAC_INTERLEAVED16_TEMPLATE = "dual_mac_interleaved16.h.in"
@@ -57,5 +58,6 @@ def dual_mac_interleaved16_c(prefix: str) -> str:
     return helper_template_c(__package__, DUAL_MAC_INTERLEAVED16_TEMPLATE, prefix)
 
 
-INTERLEAVED16_MAC_HELPERS = HelperLibrary("cortex_m_interleaved_mac16", dual_mac_interleaved16_c)
+INTERLEAVED16_MAC_HELPERS = HelperLibrary("cortex_m_interleaved_mac16", dual_mac_interleaved16_c,
+                                          family=CORTEX_M_FAMILY)
 """Its own library: a bundle whose gate weights stay int8 defines only `INTERLEAVED_MAC_HELPERS`, as before."""

@@ -14,6 +14,7 @@ leading comment), unit-tested on the host and under QEMU by `tests/c/test_pool_s
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.cortex_m.family import CORTEX_M_FAMILY
 from packager.template_files import helper_template_c
 
 POOL_SUMS_TEMPLATE = "pool_sums.h.in"
@@ -33,7 +34,7 @@ def pool_sums_helper_c(prefix: str) -> str:
     return helper_template_c(__package__, POOL_SUMS_TEMPLATE, prefix)
 
 
-POOL_SUMS_HELPERS = HelperLibrary("cortex_m_pool_sums", pool_sums_helper_c)
+POOL_SUMS_HELPERS = HelperLibrary("cortex_m_pool_sums", pool_sums_helper_c, family=CORTEX_M_FAMILY)
 """The window sums' library: defined by a bundle whose kernels call one of its operations."""
 
 
@@ -47,7 +48,7 @@ def pool_columns_helper_c(prefix: str) -> str:
     return helper_template_c(__package__, POOL_COLUMNS_TEMPLATE, prefix)
 
 
-POOL_COLUMNS_HELPERS = HelperLibrary("cortex_m_pool_columns", pool_columns_helper_c)
+POOL_COLUMNS_HELPERS = HelperLibrary("cortex_m_pool_columns", pool_columns_helper_c, family=CORTEX_M_FAMILY)
 """The column sums' library (`templates/pool_columns.h.in`, `<prefix>_pool_store_halves`): defined by a bundle whose
 kernels call it (an average pool stepping one column), so the other window sums' bundles keep their bytes."""
 
@@ -63,7 +64,7 @@ def pool_average_helper_c(prefix: str) -> str:
     return helper_template_c(__package__, POOL_AVERAGE_TEMPLATE, prefix)
 
 
-POOL_AVERAGE_HELPERS = HelperLibrary("cortex_m_pool_average", pool_average_helper_c)
+POOL_AVERAGE_HELPERS = HelperLibrary("cortex_m_pool_average", pool_average_helper_c, family=CORTEX_M_FAMILY)
 """The packed averages' library (`templates/pool_average.h.in`, `<prefix>_pool_store_average`): defined by a bundle
 whose kernels call it (an average pool of 2^shift taps a window, four channels a word)."""
 
@@ -79,7 +80,7 @@ def pool_scale_helper_c(prefix: str) -> str:
     return helper_template_c(__package__, POOL_SCALE_TEMPLATE, prefix)
 
 
-POOL_SCALE_HELPERS = HelperLibrary("cortex_m_pool_scale", pool_scale_helper_c)
+POOL_SCALE_HELPERS = HelperLibrary("cortex_m_pool_scale", pool_scale_helper_c, family=CORTEX_M_FAMILY)
 """The halves' rescaling library (`templates/pool_scale.h.in`, `<prefix>_pool_scale_low` and `_high`): defined by a
 bundle whose kernels call it (an int8 MEAN over few taps, four channels a word), so the other bundles keep their
 bytes."""

@@ -18,6 +18,6 @@ def requantize_biased_helper_c(prefix: str) -> str:
     return helper_template_c(__package__, REQUANTIZE_BIASED_TEMPLATE, prefix)
 
 
-REQUANTIZE_BIASED_HELPERS = HelperLibrary("cortex_m_requantize_biased", requantize_biased_helper_c)
+REQUANTIZE_BIASED_HELPERS = HelperLibrary("cortex_m_requantize_biased", requantize_biased_helper_c, family=None)
 """Its library of its own: only a bundle whose kernels call `<prefix>_requantize_biased` defines it, so the other
-bundles keep their bytes."""
+bundles keep their bytes. Portable (`family` None): RISC-V bundles define it too."""

@@ -17,6 +17,7 @@ them), unit-tested by `tests/c/test_row_dot1.c`.
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.cortex_m.family import CORTEX_M_FAMILY
 from packager.template_files import helper_template_c
 
 ROW_DOT_TEMPLATE = "row_dot_s8x4.h.in"
@@ -53,4 +54,4 @@ def row_dot1_c(prefix: str) -> str:
     return helper_template_c(__package__, ROW_DOT1_TEMPLATE, prefix)
 
 
-ROW_DOT1_HELPERS = HelperLibrary("cortex_m_row_dot1", row_dot1_c)
+ROW_DOT1_HELPERS = HelperLibrary("cortex_m_row_dot1", row_dot1_c, family=CORTEX_M_FAMILY)

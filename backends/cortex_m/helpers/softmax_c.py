@@ -26,5 +26,6 @@ def softmax_s8_helper_c(prefix: str) -> str:
     return helper_template_c(__package__, SOFTMAX_S8_TEMPLATE, prefix)
 
 
-SOFTMAX_HELPERS = HelperLibrary("cortex_m_softmax", softmax_s8_helper_c)
-"""The int8 softmax's library: defined by a bundle whose kernels call `<prefix>_softmax_s8`."""
+SOFTMAX_HELPERS = HelperLibrary("cortex_m_softmax", softmax_s8_helper_c, family=None)
+"""The int8 softmax's library: defined by a bundle whose kernels call `<prefix>_softmax_s8`, of any
+family (portable: `family` None; RISC-V bundles define it too)."""

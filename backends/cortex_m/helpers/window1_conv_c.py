@@ -21,6 +21,7 @@ host and under QEMU by `tests/c/test_window1_conv.c` (`tests/backends/cortex_m/t
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.cortex_m.family import CORTEX_M_FAMILY
 from packager.template_files import helper_template_c
 
 WINDOW1_TEMPLATE = "window1_conv.h.in"
@@ -48,5 +49,5 @@ def window1_helper_c(prefix: str) -> str:
     return helper_template_c(__package__, WINDOW1_TEMPLATE, prefix)
 
 
-WINDOW1_HELPERS = HelperLibrary("cortex_m_window1", window1_helper_c)
+WINDOW1_HELPERS = HelperLibrary("cortex_m_window1", window1_helper_c, family=CORTEX_M_FAMILY)
 """The few-input-channel convolution's library: defined by a bundle whose kernels call `<prefix>_window1_conv_s8`."""

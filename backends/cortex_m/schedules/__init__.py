@@ -127,7 +127,7 @@ from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIU
 from backends.cortex_m.schedules.outlined_borders import outlined_border_calls, outlined_borders
 from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, generic_conv_tiles, shared_conv_tiles
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
-from backends.cortex_m.schedules.tiles_16x8 import outlined_16x8_macs, tiles_16x8_calls
+from backends.cortex_m.schedules.tiles_16x8 import CORTEX_M_TILES_16X8, outlined_16x8_macs, tiles_16x8_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_rows import own_for_kernel_stack
@@ -324,7 +324,8 @@ class HeliumMacSchedules(DualMacSchedules):
         positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out. First of all, a
         16x8 layer's loop over a pixel's channel tiles becomes one call of the fused 16x8 tiles' out-of-line copy
         (`tiles_16x8`)."""
-        floats = float_epilogue_calls(padded_float_calls(unreached_branches(outlined_16x8_macs(tiles_16x8_calls(func), keep_widest=True))))
+        tiles_16x8 = outlined_16x8_macs(tiles_16x8_calls(func, CORTEX_M_TILES_16X8), keep_widest=True)
+        floats = float_epilogue_calls(padded_float_calls(unreached_branches(tiles_16x8)))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
         tiles = outlined_border_calls(tiles) if self.outlined_borders else tiles

@@ -38,9 +38,9 @@ def add_values_helper_c(prefix: str) -> str:
     return helper_template_c("backends.cortex_m.helpers", ADD_VALUES_TEMPLATE, prefix)
 
 
-ADD_VALUES_HELPERS = HelperLibrary("cortex_m_add_values", add_values_helper_c)
+ADD_VALUES_HELPERS = HelperLibrary("cortex_m_add_values", add_values_helper_c, family=None)
 """Its library of its own: only a bundle whose kernels call `<prefix>_add_s8_value` defines it (it needs
-<stdint.h> only), so the other bundles keep their bytes."""
+<stdint.h> only), so the other bundles keep their bytes. Portable (`family` None): RISC-V bundles define it too."""
 ADD_VALUE_OP = "tvm_ext.add_s8_value"
 # The call (s, multiplier, right, bias) -> the saturated int8 output (int32) of the doubled sum s.
 register_helper_call(ADD_VALUE_OP, ADD_VALUES_HELPERS, "{}_add_s8_value".format, pure=True)

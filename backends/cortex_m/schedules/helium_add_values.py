@@ -27,6 +27,7 @@ from typing import Any
 from tvm import te, tirx
 
 from backends.backend import HelperLibrary
+from backends.cortex_m.family import CORTEX_M_FAMILY
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.helium_add import FEWEST_ELEMENTS
 from backends.cortex_m.schedules.dsp_add import ADD_VALUES_HELPERS, dsp_add_values
@@ -49,7 +50,7 @@ def helium_add_values_helper_c(prefix: str) -> str:
 
 
 HELIUM_ADD_VALUES_HELPERS = HelperLibrary("cortex_m_helium_add_values", helium_add_values_helper_c,
-                                          (ADD_VALUES_HELPERS,))
+                                          (ADD_VALUES_HELPERS,), family=CORTEX_M_FAMILY)
 """Its library of its own, after `dsp_add.ADD_VALUES_HELPERS` (whose output stage its portable C calls): only a
 bundle whose kernels call it defines it."""
 ADD_VALUES4_OP = "tvm_ext.add_s8_values4"

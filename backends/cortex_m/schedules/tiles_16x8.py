@@ -22,12 +22,12 @@ are then written and read only inside one iteration: the helper computes the sam
 Where it runs: Helium cores (``HeliumMacSchedules.epilogue_calls``; the copy's own predicated vector loop) and RV32
 (``RiscvMacSchedules.epilogue_calls``: a 16x8 reduction takes tiles of four there, each one call of the int16 dual
 MAC, whose portable C the copy runs as a loop of its own; the calls it does not take, a padded convolution's border
-regions, call the dual MAC's one out-of-line copy, ``outlined_16x8_macs``). Not on DSP cores without MVE: on
-cortex-m4f, whose 16x8 kernels read int16-widened weights, the copy made ds_cnn_w33_45x13_16x8 slower (3,521,140 ->
-4,228,322 instructions, its first form) and larger (2,976 -> 3,024 B). Measured (code B, instructions): cortex-m55
-ds_cnn_w33_45x13_16x8 3,116 -> 2,888, 3,033,005 -> 3,215,362; tcn_44x19_c22_d1248_16x8 5,516 -> 2,788, 817,909 ->
-771,920; rv32imc resnet8_w11_32x44_16x8 13,312 -> 9,122, 36,044,127 -> 42,576,286 (four sums a tile where TVM's
-eight shared each input's load, and the copy's one input a step: see tiles_16x8.h.in), tcn_44x19_c22_d1248_16x8
+regions, call the dual MAC's one out-of-line copy from the start, ``Tiles16x8Ops.mac``). Not on DSP cores without
+MVE: on cortex-m4f, whose 16x8 kernels read int16-widened weights, the copy made ds_cnn_w33_45x13_16x8 slower
+(3,521,140 -> 4,228,322 instructions, its first form) and larger (2,976 -> 3,024 B). Measured (code B, instructions):
+cortex-m55 ds_cnn_w33_45x13_16x8 3,116 -> 2,888, 3,033,005 -> 3,215,362; tcn_44x19_c22_d1248_16x8 5,516 -> 2,788,
+817,909 -> 771,920; rv32imc resnet8_w11_32x44_16x8 13,312 -> 9,122, 36,044,127 -> 42,576,286 (four sums a tile where
+TVM's eight shared each input's load, and the copy's one input a step: see tiles_16x8.h.in), tcn_44x19_c22_d1248_16x8
 5,726 -> 2,772, 2,631,026 -> 3,534,134.
 """
 
@@ -64,10 +64,14 @@ TILES_16X8_ACCESS = with_tile_overread(
 class Tiles16x8Ops:
     """A core family's ops of the fused 16x8 tiles' call (``tiles``) and of the int16 dual MAC's out-of-line copy
     (``outlined``: DUAL_MAC_S16_OP's arguments and contract), each registered with the library that defines both
-    helpers in that family's bundles (``register_tiles_16x8_ops``): the C names are the same in every family."""
+    helpers in that family's bundles (``register_tiles_16x8_ops``): the C names are the same in every family; and
+    ``mac``, the int16 dual MAC's op the family's 16x8 kernels call in each tile loop (Cortex-M's inlined
+    DUAL_MAC_S16_OP, a call of CORTEX_M_HELPERS; RV32's ``outlined`` itself, a call of its own library, so an RV32
+    kernel calls no Cortex-M helper at any step)."""
 
     tiles: str
     outlined: str
+    mac: str
 
 
 def register_tiles_16x8_ops(ops: Tiles16x8Ops, library: HelperLibrary) -> None:
@@ -78,7 +82,7 @@ def register_tiles_16x8_ops(ops: Tiles16x8Ops, library: HelperLibrary) -> None:
     register_out_of_line(ops.outlined)
 
 
-CORTEX_M_TILES_16X8 = Tiles16x8Ops("tvm_ext.tiles_s16x4", "tvm_ext.dual_mac_s16x4_outlined")
+CORTEX_M_TILES_16X8 = Tiles16x8Ops("tvm_ext.tiles_s16x4", "tvm_ext.dual_mac_s16x4_outlined", DUAL_MAC_S16_OP)
 """The Cortex-M cores' ops (TILES_16X8_HELPERS, after the DSP or Helium library whose dual MAC or lanes it uses)."""
 register_tiles_16x8_ops(CORTEX_M_TILES_16X8, TILES_16X8_HELPERS)
 
@@ -154,12 +158,12 @@ def epilogue_16x8(stmt, tile) -> Optional[Epilogue16x8]:
     return Epilogue16x8(stmt, out, *loads, (low, high), bound)
 
 
-def tiles_16x8_call(loop: tirx.For, enclosing: tuple,
-                    ops: Tiles16x8Ops = CORTEX_M_TILES_16X8) -> Optional[s_tir.SBlockRealize]:
+def tiles_16x8_call(loop: tirx.For, enclosing: tuple, ops: Tiles16x8Ops) -> Optional[s_tir.SBlockRealize]:
     """The fused 16x8 tiles' call block (``ops.tiles``) computing what ``loop`` (inside the loops ``enclosing``)
-    computes, or None where it is not a loop over channel tiles of the module docstring's form."""
+    computes, or None where it is not a loop over channel tiles of the module docstring's form (its MAC
+    ``ops.mac``'s call)."""
     stmts = tile_loop_stmts(loop)
-    found = sole_call(stmts, (DUAL_MAC_S16_OP,)) if stmts else None
+    found = sole_call(stmts, (ops.mac,)) if stmts else None
     if found is None or found[0] + 2 != len(stmts):
         return None
     at, mac = found
@@ -199,7 +203,7 @@ def tiles_16x8_call(loop: tirx.For, enclosing: tuple,
     return s_tir.SBlockRealize([], True, block)
 
 
-def tiles_16x8_calls(func: tirx.PrimFunc, ops: Tiles16x8Ops = CORTEX_M_TILES_16X8) -> tirx.PrimFunc:
+def tiles_16x8_calls(func: tirx.PrimFunc, ops: Tiles16x8Ops) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel) with each loop over 16x8 channel tiles of the module docstring's form replaced by
     one call of the fused tiles' out-of-line copy (``ops.tiles``); any other function unchanged."""
     return with_root_loops_replaced(func, functools.partial(tiles_16x8_call, ops=ops), enclosing=True)
@@ -211,10 +215,10 @@ def _window_elements(call: tvm.ir.Call) -> int:
     return int(rows) * int(row_len) if isinstance(rows, tirx.IntImm) and isinstance(row_len, tirx.IntImm) else 0
 
 
-def outlined_16x8_macs(func: tirx.PrimFunc, keep_widest: bool = False,
-                       ops: Tiles16x8Ops = CORTEX_M_TILES_16X8) -> tirx.PrimFunc:
+def outlined_16x8_macs(func: tirx.PrimFunc, keep_widest: bool = False) -> tirx.PrimFunc:
     """``func`` with each int16 dual MAC call (DUAL_MAC_S16_OP) a call of its out-of-line copy
-    (``ops.outlined``): after ``tiles_16x8_calls``, the calls of a padded convolution's border regions. With
+    (``CORTEX_M_TILES_16X8.outlined``): after ``tiles_16x8_calls``, the calls of a padded convolution's border
+    regions, on Cortex-M cores (RV32 kernels call the copy from the start: ``Tiles16x8Ops.mac``). With
     ``keep_widest``, the calls of the kernel's widest window stay inlined (a padded convolution's interior, whose
     tile loop holds the border's tests on Helium cores: most of its pixels; cortex-m55 resnet8_w11_32x44_16x8, every
     call out of line: 14,692 -> 11,052 B of code for 8,561,731 -> 9,653,680 instructions)."""
@@ -225,7 +229,7 @@ def outlined_16x8_macs(func: tirx.PrimFunc, keep_widest: bool = False,
     def outlined(node):
         if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name == DUAL_MAC_S16_OP \
                 and _window_elements(node) != widest:
-            return tirx.call_intrin("int32", ops.outlined, *node.args)
+            return tirx.call_intrin("int32", CORTEX_M_TILES_16X8.outlined, *node.args)
         return None
 
     body = map_store_expressions(func.body, outlined)

@@ -67,6 +67,7 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.riscv.family import RISCV_FAMILY
 from backends.bias_forms import bias_form
 from backends.cortex_m.helpers.requantize_biased_c import REQUANTIZE_BIASED_HELPERS
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
@@ -194,9 +195,9 @@ def riscv_helpers_c(prefix: str) -> str:
     return "".join(helper_template_c(__package__, name, prefix) for name in RISCV_HELPER_TEMPLATES)
 
 
-RISCV_HELPERS = HelperLibrary("riscv", riscv_helpers_c)
+RISCV_HELPERS = HelperLibrary("riscv", riscv_helpers_c, family=RISCV_FAMILY)
 
-RISCV_TILES_16X8_HELPERS = HelperLibrary("riscv_tiles_16x8", tiles_16x8_c, (), (REQUANTIZE_16X8,))
+RISCV_TILES_16X8_HELPERS = HelperLibrary("riscv_tiles_16x8", tiles_16x8_c, (), (REQUANTIZE_16X8,), family=RISCV_FAMILY)
 """The fused 16x8 channel tiles and the int16 dual MAC's out-of-line copy on RV32 (`tiles_16x8_c`: the Cortex-M
 template, whose portable branch sums with a loop of its own): a library of its own that needs no other, where the
 Cortex-M cores' TILES_16X8_HELPERS needs CORTEX_M_HELPERS for the dual MAC of DSP cores. A bundle that also calls
@@ -212,7 +213,7 @@ def interleaved_mac_c(prefix: str) -> str:
     return helper_template_c(__package__, INTERLEAVED_MAC_TEMPLATE, prefix)
 
 
-INTERLEAVED_MAC_HELPERS = HelperLibrary("riscv_interleaved_mac", interleaved_mac_c)
+INTERLEAVED_MAC_HELPERS = HelperLibrary("riscv_interleaved_mac", interleaved_mac_c, family=RISCV_FAMILY)
 """Its own library: only a bundle whose kernels call the interleaved MAC defines it (every other bundle's
 `<model>_internal.h` stays as it was)."""
 
@@ -231,7 +232,7 @@ def requantize_biased_call_name(prefix: str) -> str:
 
 
 REQUANTIZE_BIASED_CALL_HELPERS = HelperLibrary("riscv_requantize_biased_call", requantize_biased_call_c,
-                                               needs=(REQUANTIZE_BIASED_HELPERS,))
+                                               needs=(REQUANTIZE_BIASED_HELPERS,), family=RISCV_FAMILY)
 """Its own library: only a bundle whose kernels call it defines it (after the inlined form it calls)."""
 
 
@@ -248,5 +249,6 @@ def softmax_shared_name(prefix: str) -> str:
     return f"{prefix}_softmax_s8_shared"
 
 
-SOFTMAX_SHARED_HELPERS = HelperLibrary("riscv_softmax_shared", softmax_shared_c, needs=(SOFTMAX_HELPERS,))
+SOFTMAX_SHARED_HELPERS = HelperLibrary("riscv_softmax_shared", softmax_shared_c, needs=(SOFTMAX_HELPERS,),
+                                       family=RISCV_FAMILY)
 """Its own library: only a bundle whose kernels call it defines it (after the inlined form it calls)."""

@@ -46,7 +46,7 @@ from backends.cortex_m.schedules.dsp_add import dsp_add_values
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
-from backends.cortex_m.schedules.tiles_16x8 import outlined_16x8_macs, tiles_16x8_calls
+from backends.cortex_m.schedules.tiles_16x8 import tiles_16x8_calls
 from backends.cortex_m.schedules.pixel_pairs import (TWO_PIXEL_MIN_REDUCTION, pair_odd_pixel_row, pair_tests,
                                                      paired_pixel_body, pays_two_pixels)
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
@@ -258,10 +258,10 @@ class RiscvMacSchedules:
         rv32imc, the depthwise kernels' instructions: vww_96_int8 7,476,034 -> 7,050,519, kws_ref_model 2,548,939 ->
         2,348,739, str_ww_ref_model 395,217 -> 371,756, with the requantization's folded zero point; bundle code
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone). First, a
-        16x8 layer's loop over a pixel's channel tiles as one call of the fused 16x8 tiles' out-of-line copy, and its
-        other int16 dual MAC calls as calls of that MAC's out-of-line copy (`tiles_16x8`, RV32's own library of them:
-        `RISCV_TILES_16X8`)."""
-        tiles_16x8 = outlined_16x8_macs(tiles_16x8_calls(func, RISCV_TILES_16X8), ops=RISCV_TILES_16X8)
+        16x8 layer's loop over a pixel's channel tiles as one call of the fused 16x8 tiles' out-of-line copy
+        (`tiles_16x8`, RV32's own library of them: `RISCV_TILES_16X8`; its other int16 dual MAC calls, a padded
+        convolution's border regions', call that MAC's out-of-line copy from the start: `int16_window_replacement`)."""
+        tiles_16x8 = tiles_16x8_calls(func, RISCV_TILES_16X8)
         epilogues = requantize_epilogue_calls(requantize_epilogue_calls(tiles_16x8, helper=RISCV_EPILOGUE,
                                                                         partial_tables=True,
                                                                         partial_stores=True),

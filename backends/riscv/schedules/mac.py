@@ -52,7 +52,6 @@ from backends.cortex_m.helpers.helium_c import choose_helper_name, fc_rows_helpe
 from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_tile_call
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
-from backends.cortex_m.schedules.dual_mac import DUAL_MAC_S16_OP
 from backends.cortex_m.schedules.dual_mac import _whole as whole_region
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accessed_buffer,
                                                  accumulation, channel_tile, helper_call_block, int8_data_update,
@@ -270,8 +269,12 @@ RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), 
 its shifts, multipliers and sums bounded at compile time), with or without a lookup table after it, as the DSP
 cores' epilogue does."""
 
-RISCV_TILES_16X8 = Tiles16x8Ops("tvm_ext.riscv_tiles_s16x4", "tvm_ext.riscv_dual_mac_s16x4_outlined")
-"""The fused 16x8 tiles' ops on RV32, of RISCV_TILES_16X8_HELPERS (which needs no Cortex-M library)."""
+RISCV_DUAL_MAC_S16_OUTLINED_OP = "tvm_ext.riscv_dual_mac_s16x4_outlined"
+RISCV_TILES_16X8 = Tiles16x8Ops("tvm_ext.riscv_tiles_s16x4", RISCV_DUAL_MAC_S16_OUTLINED_OP,
+                                RISCV_DUAL_MAC_S16_OUTLINED_OP)
+"""The fused 16x8 tiles' ops on RV32, of RISCV_TILES_16X8_HELPERS (which needs no Cortex-M library); a tile's int16
+dual MAC is the out-of-line copy's call from the start (`int16_window_replacement`), not Cortex-M's
+DUAL_MAC_S16_OP made one later: an RV32 kernel calls no Cortex-M helper at any step."""
 register_tiles_16x8_ops(RISCV_TILES_16X8, RISCV_TILES_16X8_HELPERS)
 
 REQUANTIZE_DOUBLE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_s8")
@@ -891,7 +894,8 @@ def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
 
 
 def int16_window_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The int16 dual MAC's call block (`<prefix>_dual_mac_s16x4`: its portable C on RV32) for `loops` around
+    """The int16 dual MAC's call block (`<prefix>_dual_mac_s16x4_outlined`, RISCV_TILES_16X8's: the one out-of-line
+    copy of Cortex-M's `<prefix>_dual_mac_s16x4`, its portable C) for `loops` around
     `realize`: a 16x8 CONV_2D's or FULLY_CONNECTED's tile of FOUR_CHANNELS (int16 inputs, int8 weights), one pixel; None
     for any other. Its tile loops then become calls of the fused 16x8 tiles' out-of-line copy
     (`backends.cortex_m.schedules.tiles_16x8`), where each kernel had unrolled TVM's loops over the tile's four
@@ -901,8 +905,8 @@ def int16_window_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optio
     window = mac_window(realize, loops, ("int16",), FOUR_CHANNELS)
     if window is None or window.geometry.x_pixel_stride is not None:
         return None
-    return window_call_block(DUAL_MAC_S16_OP, None, window.reduction, window.bindings, window.inner, window.geometry,
-                             FOUR_CHANNELS)
+    return window_call_block(RISCV_TILES_16X8.mac, None, window.reduction, window.bindings, window.inner,
+                             window.geometry, FOUR_CHANNELS)
 
 
 def extern_mac_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:

@@ -228,14 +228,16 @@ def depthwise_then_conv_model() -> Model:
     return Model(tensors, [depthwise, conv], (depthwise_in, conv_in), (depthwise_out, conv_out))
 
 
-def test_16x8_tiles_build_beside_rv32s_own_helpers_bit_exactly(tmp_path):
-    """An rv32imc bundle whose 16x8 kernels call both the fused 16x8 tiles and RV32's own helpers (the depthwise
+@pytest.mark.parametrize("target", ["rv32imc", "rv32imafc"])
+def test_16x8_tiles_build_beside_rv32s_own_helpers_bit_exactly(target, tmp_path):
+    """An RV32 bundle whose 16x8 kernels call both the fused 16x8 tiles and RV32's own helpers (the depthwise
     padding's) builds and is bit-exact: the tiles' library there needs no Cortex-M library, whose requantization
     epilogue has RV32's names with another contract (`backends.riscv.helpers.RISCV_TILES_16X8_HELPERS`; with the
-    Cortex-M one beside RV32's the bundle did not build: conflicting types for `<prefix>_requantize_small_lane`)."""
+    Cortex-M one beside RV32's the bundle did not build: conflicting types for `<prefix>_requantize_small_lane`; a
+    Cortex-M library in an RV32 bundle is now refused: tests/backends/test_helper_families.py)."""
     path = tmp_path / "depthwise_then_conv_16x8.tflite"
     path.write_bytes(build(depthwise_then_conv_model()))
-    board = compile(path, "rv32imc", tmp_path / "rv32imc")
+    board = compile(path, target, tmp_path / target)
     assert board.selftest.passed, board.selftest.output
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     assert _kernels_calling(kernels, "_tiles_s16x4(") >= 1 and _kernels_calling(kernels, "_depthwise_pad_s8x8(") >= 1, \
