@@ -258,16 +258,43 @@ def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
 
 def _border_only(mac: Optional[MacSchedules], tap: _GuardedTap, pixel_loop: tirx.For, loops: list,
                  first: Optional[int], test_depth: int, window: Optional[tirx.Buffer]):
-    """(the innermost pixel loop's body, every pixel's copied-window form, the window, its padding's zeros or None)
-    for a convolution of no interior pixel (every window crosses the padding: a 3x3 window padded by 1 over a 2x2
-    image; the backend copies such windows: ``mac.windows_without_interior``), else None (its guarded loops
-    kept)."""
+    """(the innermost pixel loop's body, every pixel's copied-window form, the buffers it allocates, the window's
+    padding zeros or None) for a convolution of no interior pixel (every window crosses the padding: a 3x3 window
+    padded by 1 over a 2x2 image; the backend copies such windows: ``mac.windows_without_interior``), else None
+    (its guarded loops kept). Where the backend pairs copied windows (``mac.paired_windows``), the pixels of a row
+    go in pairs from the first (each weight word read once for both), the last one alone where their count is
+    odd."""
     if first is None:
         return None
     windowed = _windowed(mac, tap, loops, first, test_depth, window)
     if windowed is None:
         return None
-    return pixel_loop.body, _with_window(pixel_loop.body, windowed), [window], windowed.padding
+    single = _with_window(pixel_loop.body, windowed)
+    pixels = int(pixel_loop.extent)
+    pairs = _window_pairs(mac, tap, pixel_loop, loops, first, test_depth) if pixels >= 2 else None
+    if pairs is None:
+        return pixel_loop.body, single, [window], windowed.padding
+    starts, ends = mac.pair_tests(pixel_loop.loop_var, int(pixel_loop.min), pixels // 2)
+    lone = tirx.IfThenElse(tirx.Not(ends), single, None) if pixels % 2 else None
+    buffers = [window, *pairs[1]] if lone is not None else pairs[1]
+    return pixel_loop.body, tirx.IfThenElse(starts, pairs[0], lone), buffers, windowed.padding
+
+
+def _window_pairs(mac: MacSchedules, tap: _GuardedTap, pixel_loop: tirx.For, loops: list, first: int,
+                  test_depth: int, scratch: Optional[tirx.Buffer] = None
+                  ) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
+    """The statements of a pair of pixels (``pixel_loop``'s variable and the next) either of whose windows
+    overhangs the image, both windows copied (``mac.paired_windows``, the test once per tap at
+    ``loops[test_depth]``; ``scratch``: widened inputs to reuse), and the scratch buffers they use; None where the
+    backend has no such pairs or the pair does not fit."""
+    paired_windows = getattr(mac, "paired_windows", None)
+    if paired_windows is None:
+        return None
+    try:
+        return paired_windows(pixel_loop.body, tap.realize, tap.guard, loops, first, test_depth,
+                              pixel_loop.loop_var, scratch=scratch)
+    except KeyError:
+        return None  # an index form we do not evaluate: the pixels stay one by one
 
 
 def _conjunction(tests: list) -> tirx.Expr:
@@ -303,19 +330,15 @@ def _border_pairs(mac: MacSchedules, tap: _GuardedTap, pixel_loop: tirx.For, loo
     ``mac.paired_windows`` does (both windows copied, the test once per tap at ``loops[test_depth]``); the lone
     pixel is ``branch``. With the scratch buffers the pairs use; None where the backend has no such pairs or
     either pair does not fit."""
-    paired_windows = getattr(mac, "paired_windows", None)
     start, pixels = int(pixel_loop.min), int(pixel_loop.extent)
-    if paired_windows is None or pixels < 2:
+    if getattr(mac, "paired_windows", None) is None or pixels < 2:
         return None
     pixel = pixel_loop.loop_var
     inside = mac.paired_pixel_body(pixel_loop.body, _tap_read_as(tap, tap.guard.args[1], "_pair"), loops, first, pixel)
     if inside is None:
         return None
-    try:  # the interior pairs' scratch (if any) serves the border pairs too: never live at once
-        on_border = paired_windows(pixel_loop.body, tap.realize, tap.guard, loops, first, test_depth, pixel,
-                                   scratch=inside[1][0] if inside[1] else None)
-    except KeyError:
-        return None  # an index form we do not evaluate: the border pixels stay one by one
+    # the interior pairs' scratch (if any) serves the border pairs too: never live at once
+    on_border = _window_pairs(mac, tap, pixel_loop, loops, first, test_depth, inside[1][0] if inside[1] else None)
     if on_border is None:
         return None
     low, high = interior

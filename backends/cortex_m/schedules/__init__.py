@@ -173,6 +173,7 @@ class DualMacSchedules:
     paired_windows = staticmethod(pair_tiles.paired_windows)
     pair_tests = staticmethod(pair_tests)
     branch_accumulators = True  # measured on DSP cores (tvm_ext.schedule.border_split._own_accumulators)
+    windows_without_interior = True
 
     @staticmethod
     def collapses_border(image_dtypes: frozenset[str], taps: int) -> bool:

@@ -1,8 +1,8 @@
 """An RV32 padded CONV_2D of no interior pixel (a 3x3 window padded by 1 over a 2x2 image: every window crosses the
 padding) copies each pixel's window and calls the window MAC on it (`RiscvMacSchedules.windows_without_interior`,
 tvm_ext/schedule/border_split.py `_border_only`), where it kept TVM's guarded loops with every MAC inlined (2,308 B a
-kernel in an unseen ResNet-18's last stage); bit-exact against TFLite Micro on QEMU virt. Cortex-M cores keep their
-own form for such kernels (tests/backends/cortex_m/test_border_split.py)."""
+kernel in an unseen ResNet-18's last stage); bit-exact against TFLite Micro on QEMU virt. Cortex-M DSP cores copy such
+windows too, two pixels a call (tests/backends/cortex_m/test_border_only_windows.py)."""
 
 from __future__ import annotations
 
