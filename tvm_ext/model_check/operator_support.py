@@ -97,6 +97,7 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
         "MAXIMUM",
         "MEAN",
         "MINIMUM",
+        "MUL",
         "PACK",
         "PAD",
         "PADV2",
