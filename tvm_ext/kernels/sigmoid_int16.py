@@ -56,19 +56,26 @@ LOGISTIC_INT16 = SigmoidForm("logistic_int16", 9, 0x7FFF << 10, 1 << 9, (1 << 25
 TANH_INT16 = SigmoidForm("tanh_int16", 8, 0xFFFF << 8, -(1 << 23) + (1 << 7), (1 << 23) + (1 << 7) - 1, 8)
 
 
-def sigmoid_int16(data: te.Tensor, table: te.Tensor, *, form: SigmoidForm,
-                  scaling: Int16SigmoidScaling) -> te.Tensor:
+def scaling_operand(scaling: Int16SigmoidScaling) -> np.ndarray:
+    """int32[3]: ``scaling``'s multiplier, right shift and rounding term (2^(shift - 1), 0 for no shift), the
+    operand `sigmoid_int16` reads them from."""
+    shift = scaling.right_shift
+    return np.array([scaling.multiplier, shift, 1 << (shift - 1) if shift else 0], np.int32)
+
+
+def sigmoid_int16(data: te.Tensor, table: te.Tensor, scaling: te.Tensor, *, form: SigmoidForm) -> te.Tensor:
     """int16 ``data`` -> int16 Q0.15, per element as TFLM's int16 ``form`` (LOGISTIC_INT16 or TANH_INT16), its
-    input rescaled by ``scaling``; ``table`` is SIGMOID_TABLE (uint16, 256 entries). |x * multiplier| < 2^30 and
-    the interpolation below 2^25: every value fits int32."""
+    input rescaled by ``scaling`` (`scaling_operand`'s int32[3], read at run time: the calls of one form and shape
+    are one function whatever their input scale, where immediates made one function a call, 144 B each on
+    cortex-m4f); ``table`` is SIGMOID_TABLE (uint16, 256 entries). |x * multiplier| < 2^30 and the interpolation
+    below 2^25: every value fits int32."""
     if [int(d) for d in table.shape] != [len(SIGMOID_TABLE)] or str(table.dtype) != "uint16":
         raise ValueError(f"the sigmoid table is uint16[{len(SIGMOID_TABLE)}], not {table.dtype}{list(table.shape)}")
     last = len(SIGMOID_TABLE) - 1
-    bits, shift = form.fraction_bits, scaling.right_shift
-    rounding = 1 << (shift - 1) if shift else 0
+    bits = form.fraction_bits
 
     def value(*index):
-        scaled = (data(*index).astype("int32") * scaling.multiplier + rounding) >> shift
+        scaled = (data(*index).astype("int32") * scaling[0] + scaling[2]) >> scaling[1]
         magnitude = tirx.Select(scaled < 0, -scaled, scaled)
         high = magnitude >> bits
         entry = tirx.min(high, last - 1)  # the interpolation's reads stay in the table where it saturates

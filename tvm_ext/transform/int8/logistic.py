@@ -14,7 +14,8 @@ from ...kernels import Rounding
 from ...kernels.int8_tables import logistic_table, tanh_table
 from ...kernels.quant_params import (INT16_SIGMOID_OUTPUT_POWER, LogisticParams, checked_log2, int16_sigmoid_scaling,
                                      logistic_params)
-from ...kernels.sigmoid_int16 import LOGISTIC_INT16, SIGMOID_TABLE, TANH_INT16, SigmoidForm, sigmoid_int16
+from ...kernels.sigmoid_int16 import (LOGISTIC_INT16, SIGMOID_TABLE, TANH_INT16, SigmoidForm, scaling_operand,
+                                      sigmoid_int16)
 from .graph import Quant
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
@@ -43,8 +44,8 @@ def _lowering(kind: str, relax_op: str, table: TableFunction, output: Quant, for
                     or checked_log2(unary.out.scale) != (INT16_SIGMOID_OUTPUT_POWER, True):
                 return float_operator_mismatch(quantize, ctx)
             return FixedCall(KernelCall(kind, unary.matched[core], sigmoid_int16,
-                                        (unary.data.tensor, table_constant(_sigmoid_table)),
-                                        {"form": form, "scaling": scaling}))
+                                        (unary.data.tensor, table_constant(_sigmoid_table),
+                                         table_constant(scaling_operand, scaling)), {"form": form}))
         if unary is None or unary.out != output:
             return float_operator_mismatch(quantize, ctx)
         params = logistic_params(unary.data.quant.scale, unary.data.quant.zero_point)

@@ -14,6 +14,7 @@ comparing or copying the stored values).
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -227,7 +228,7 @@ SIGMOID_INPUT_SCALES = (2.0**-12, 2.0**-11, 0.00041, 3e-6, 0.05)
 def test_every_int16_input_of_a_16x8_logistic_and_tanh_is_bit_exact_with_tflite_micro(builtin, tmp_path):
     """TFLM's int16 LOGISTIC and TANH (output scale 2^-15, the one they take) of all 65,536 int16 inputs at each
     of SIGMOID_INPUT_SCALES: the interpolation, its saturation from index 255 on and the reflection of negative
-    inputs."""
+    inputs. The five calls are one kernel: their rescales are its operand, not immediates."""
     built = ModelBuilder()
     for index, scale in enumerate(SIGMOID_INPUT_SCALES):
         data = built.add(Tensor(f"case{index}_in", INT16_VALUES.shape, "int16", _symmetric(scale)))
@@ -237,3 +238,5 @@ def test_every_int16_input_of_a_16x8_logistic_and_tanh_is_bit_exact_with_tflite_
     roomy = dataclasses.replace(load_profile("lowpower"), sram_bytes=4 * 524_288)
     assert_bit_exact_with_tflite_micro(built.model(), tmp_path, inputs=[INT16_VALUES] * len(SIGMOID_INPUT_SCALES),
                                        target=roomy)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert len(manifest["kernels"]) == 1 and len(manifest["calls"]) == len(SIGMOID_INPUT_SCALES), manifest["kernels"]
