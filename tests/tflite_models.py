@@ -240,6 +240,44 @@ def residual_model(image: tuple[int, int], channels: int = 4, seed: int = 0, flo
     return build(b.model())
 
 
+def skip_concat_model(image: tuple[int, int], channels: int = 4, seed: int = 0) -> bytes:
+    """A skip joined by a CONCATENATION (a U-Net's), which no window stage joins: int8 input 1 x rows x columns x 3
+    -> CONV_2D 3x3 s1 SAME (RELU6) -> CONV_2D 3x3 s1 SAME -> CONCATENATION of both on the channels -> CONV_2D 3x3
+    s2 SAME -> AVERAGE_POOL_2D over the whole output, the output. The first convolution's output is read after the
+    second by an operator outside the window stages, so the graph ends in one value after stage 1 alone. Both
+    convolutions before the concatenation write its quantization (TFLite Micro's int8 CONCATENATION asks so)."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    x = b.add(Tensor("input", (1, *image, 3), "int8", _quantization((0.05,), -3)))
+    b.inputs.append(x)
+    half = tuple(-(-n // 2) for n in image)
+
+    def conv(data: int, cin: int, out_hw: tuple[int, int], cout: int, stride: int, name: str, out_q: Quantization,
+             activation: int = 0) -> int:
+        shape = (cout, 3, 3, cin)
+        scales = tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
+        w = b.add(Tensor(f"{name}/w", shape, "int8", Quantization(scales, (0,) * cout, 0),
+                         rng.integers(-127, 128, shape).astype(np.int8)))
+        bias = b.add(Tensor(f"{name}/b", (cout,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * cout),
+                            rng.integers(-2000, 2000, cout).astype(np.int32)))
+        options = Options("Conv2DOptions", {"Padding": SAME, "StrideW": stride, "StrideH": stride,
+                                            "FusedActivationFunction": activation})
+        return b.op("CONV_2D", (data, w, bias), Tensor(name, (1, *out_hw, cout), "int8", out_q), options, version=3)
+
+    joined_q = _quantization((0.06,), -128)
+    c1 = conv(x, 3, image, channels, 1, "conv_a", joined_q, RELU6)
+    c2 = conv(c1, channels, image, channels, 1, "conv_b", joined_q)
+    joined = b.op("CONCATENATION", (c1, c2), Tensor("skip_concat", (1, *image, 2 * channels), "int8", joined_q),
+                  Options("ConcatenationOptions", {"Axis": 3, "FusedActivationFunction": 0}), version=1)
+    c3 = conv(joined, 2 * channels, half, channels, 2, "conv_s2", _quantization((0.05,), -9))
+    options = Options("Pool2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1, "FilterWidth": half[1],
+                                        "FilterHeight": half[0]})
+    pooled = b.op("AVERAGE_POOL_2D", (c3,), Tensor("global_avg", (1, 1, 1, channels), "int8",
+                                                    _quantization((0.05,), -9)), options, version=2)
+    b.outputs.append(pooled)
+    return build(b.model())
+
+
 def tcn_model(steps: int = 23, features: int = 5, channels: int = 8, dilations: tuple[int, ...] = (1, 2, 3),
               seed: int = 0) -> bytes:
     """A causal dilated 1-D convolution network (a TCN) as TFLite's converter writes Keras' Conv1D: int8 input

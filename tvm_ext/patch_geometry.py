@@ -38,7 +38,7 @@ two patches both compute (the halos' overlap).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 Range = tuple[int, int]  # [start, stop) rows or columns
 Region = tuple[Range, Range]  # rows, columns
@@ -322,12 +322,15 @@ MAX_BANDS = 32  # bands a streamed plan `stream_search` considers at most: each 
 
 
 def stream_search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], total_macs: int,
-                  max_bands: int = MAX_BANDS, inputs: Inputs | None = None) -> list[PatchPlan]:
-    """Every streamed plan of a cut after stage 2.. len(stages) (one where the prefix ends in one value:
-    `valid_cuts`; `inputs` as stream_rows') driven from its first stage or its `top_stage`, in 2.. `max_bands`
-    bands (at most one band per row of the driving stage's output), by arena estimate, then fewer bands."""
+                  cuts: Sequence[int], max_bands: int = MAX_BANDS, inputs: Inputs | None = None) -> list[PatchPlan]:
+    """Every streamed plan of a cut in `cuts` after stage 2.. len(stages) driven from its first stage or its
+    `top_stage`, in 2.. `max_bands` bands (at most one band per row of the driving stage's output), by arena
+    estimate, then fewer bands; `inputs` as stream_rows'. `cuts` are the stages after which the model's graph ends
+    in one value (`tvm_ext.transform.patch_prefix.WindowChain.cuts`): no later stage reads another value of the
+    prefix (`valid_cuts`), nor does an operator outside the stages (a U-Net's skip concatenation after a transpose
+    convolution), which the stages alone do not show."""
     plans = []
-    for cut in valid_cuts(graph_inputs(stages, inputs), len(stages)):
+    for cut in cuts:
         if cut < 2:
             continue
         for driver in sorted({0, top_stage(stages[:cut])}):

@@ -3,8 +3,8 @@
  * the prefix lp): lp_conv_tiles_s8 and lp_conv_tiles_s8_b16 against the plain sums of their contract requantized by
  * the scalar helpers (lp_requantize_double, lp_saturate_int8), and their out-of-line copies lp_conv_tiles_shared_s8
  * and _b16 and the pair tiles lp_pair_tiles_shared_s8 and _b16 (channel counts of whole tiles, the second pixel's
- * inputs PAIR_X_STRIDE bytes on) the same way, and the table forms lp_conv_tiles_lut_s8, lp_conv_tiles_shared_lut_s8
- * and lp_pair_tiles_shared_lut_s8 (each with _b16) with a table permuting the int8 values (their outputs mapped back
+ * inputs PAIR_X_STRIDE bytes on) the same way, and the table forms lp_conv_tiles_lut_s8, lp_conv_tiles_shared_lut_s8,
+ * lp_conv_tiles_generic_lut_s8 and lp_pair_tiles_shared_lut_s8 (each with _b16) with a table permuting the int8 values (their outputs mapped back
  * by the inverse permutation before the check), over every window of the window MAC tests (cortex_m_test_values.h:
  * rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum values), channel counts 4..11
  * (whole tiles and every overlapping last tile), per-channel biases (int32 and int16), multipliers and shifts, zero
@@ -108,8 +108,8 @@ int main(void)
                                                 k.w_channel_stride, k.rows, k.row_len, channels);
         guarded_back(0, shared16, channels);
         /* the table forms (inlined, out-of-line; int32 and int16 biases), their outputs mapped back */
-        int8_t luts[4][CHANNELS_MAX + GUARD];
-        for (int32_t form = 0; form < 4; ++form) {
+        int8_t luts[6][CHANNELS_MAX + GUARD];
+        for (int32_t form = 0; form < 6; ++form) {
             for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
                 luts[form][c] = (int8_t)0x5a;
             }
@@ -130,8 +130,16 @@ int main(void)
                                                     g_multiplier, g_shift, zero_point, k.x_row_stride,
                                                     k.w_channel_stride, k.rows, k.row_len, channels, table);
         guarded_back(0, luts[3], channels);
+        returned |= lp_conv_tiles_generic_lut_s8(guarded_copy(0, luts[4], channels), g_x, g_w, g_bias, g_multiplier,
+                                                 g_shift, zero_point, k.x_row_stride, k.w_channel_stride, k.rows,
+                                                 k.row_len, channels, table);
+        guarded_back(0, luts[4], channels);
+        returned |= lp_conv_tiles_generic_lut_s8_b16(guarded_copy(0, luts[5], channels), g_x, g_w, g_bias16,
+                                                     g_multiplier, g_shift, zero_point, k.x_row_stride,
+                                                     k.w_channel_stride, k.rows, k.row_len, channels, table);
+        guarded_back(0, luts[5], channels);
         int tables_wrong = 0;
-        for (int32_t form = 0; form < 4; ++form) {
+        for (int32_t form = 0; form < 6; ++form) {
             for (int32_t c = 0; c < channels; ++c) {
                 luts[form][c] = inverse[luts[form][c] + 128];
             }

@@ -129,7 +129,7 @@ def _chain_plans(chain) -> list[PatchPlan]:
     stages, linear = chain.geometries, chain.geometries[:chain.linear]
     rest, macs = _rest_peak(stages, chain.inputs), sum(s.macs for s in stages)
     grids = search(linear, rest, macs, MAX_GRID) if len(linear) >= 2 else []
-    return sorted(grids + stream_search(stages, rest, macs, inputs=chain.inputs),
+    return sorted(grids + stream_search(stages, rest, macs, chain.cuts, inputs=chain.inputs),
                   key=lambda p: (p.arena_bytes, p.extra_macs, p.grid[0] * p.grid[1]))
 
 
@@ -146,7 +146,7 @@ def streamed_plan(func, bands: int | None) -> PatchPlan | None:
     if chain is None:
         return None
     stages = chain.geometries
-    plans = stream_search(stages, _rest_peak(stages, chain.inputs), sum(s.macs for s in stages),
+    plans = stream_search(stages, _rest_peak(stages, chain.inputs), sum(s.macs for s in stages), chain.cuts,
                           MAX_BANDS if bands is None else bands, chain.inputs)
     return next((p for p in plans if bands is None or p.grid[0] == bands), None)
 

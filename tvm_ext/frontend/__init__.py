@@ -461,7 +461,7 @@ def _import_onnx(path: Path, model) -> ImportedModel:
     from tvm_ext.frontend.onnx_ops.clip import constant_clip
     from tvm_ext.frontend.onnx_ops.conv_transpose import output_shape_as_pads
     from tvm_ext.model_check.onnx_fold_shapes import fold_shape_arithmetic
-    from tvm_ext.frontend.onnx_ops.resize import resize_as_tvm_converts
+    from tvm_ext.frontend.onnx_ops.resize import onnxruntime_bilinear, resize_as_tvm_converts
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
     from tvm_ext.frontend.onnx_ops.io_quantization import onnx_io_quant
     from tvm_ext.frontend.onnx_ops.identity_elimination import without_identities
@@ -492,6 +492,8 @@ def _import_onnx(path: Path, model) -> ImportedModel:
                 if op_name == "ConvTranspose" and "output_shape" in attrs:
                     data_shape, weight_shape = (_static_dims(x) for x in inputs[:2])
                     attrs = output_shape_as_pads(attrs, data_shape[2:], weight_shape[2:])
+                if op_name == "Resize" and (bilinear := onnxruntime_bilinear(self.bb, inputs, attrs)) is not None:
+                    return results.bind(self.bb, bilinear, record)
                 if op_name == "Resize":
                     inputs, attrs = resize_as_tvm_converts(inputs, attrs)
                 if op_name in ONNX_CONVERTERS:

@@ -86,6 +86,7 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
         "ABS",
         "ADD",
         "AVERAGE_POOL_2D",
+        "BATCH_MATMUL",
         "CONCATENATION",
         "CONV_2D",
         "DEPTHWISE_CONV_2D",

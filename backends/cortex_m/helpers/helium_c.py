@@ -116,10 +116,12 @@ def conv_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     return bias_form(f"{prefix}_conv_tiles{'_lut' if table else ''}_s8", bias)
 
 
-def shared_conv_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
+def shared_conv_tiles_helper_name(prefix: str, bias: str, table: bool = False, copy: str = "shared") -> str:
     """The C name of the fused channel tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
-    return bias_form(f"{prefix}_conv_tiles_shared{'_lut' if table else ''}_s8", bias)
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization; `copy`: "shared" (the
+    copy gcc may specialize on what its callers agree on) or "generic" (the one kept from its interprocedural
+    passes)."""
+    return bias_form(f"{prefix}_conv_tiles_{copy}{'_lut' if table else ''}_s8", bias)
 
 
 def shared_pair_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:

@@ -93,11 +93,12 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
                                                         copied_window_length, has_short_rows, window_buffer,
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
-from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_CONV_TILES, HELIUM_SHARED_CONV_TILES,
+from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_CONV_TILES, HELIUM_GENERIC_CONV_TILES,
+                                                     HELIUM_SHARED_CONV_TILES,
                                                      HELIUM_TAIL_CHOICES, TABLE_FORM, ConvTileHelpers, conv_tiles_calls,
                                                      executions, one_row_padding_pays)
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
-from backends.cortex_m.schedules.depthwise_pairs import depthwise_pair_calls
+from backends.cortex_m.schedules.depthwise_pairs import depthwise_pair_calls, priced_per_call
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
                                                           TileHelpers, depthwise_tiles_calls, dsp_replacement,
                                                           form_uses, shared_tiles)
@@ -124,7 +125,7 @@ from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernel
 from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIUM_EPILOGUE, may_shift_left,
                                                               requantize_epilogue_calls, with_left_shifts_recorded)
 from backends.cortex_m.schedules.outlined_borders import outlined_border_calls, outlined_borders
-from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, shared_conv_tiles
+from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, generic_conv_tiles, shared_conv_tiles
 from backends.cortex_m.schedules.unreached_branches import unreached_branches
 from backends.cortex_m.schedules.tiles_16x8 import outlined_16x8_macs, tiles_16x8_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
@@ -132,16 +133,24 @@ from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_rows import own_for_kernel_stack
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
+from tvm_ext.tir.identical_kernels import identical_groups
 from tvm_ext.tir.tir_walk import vars_read
 
 
 class DualMacSchedules:
     """The `backends.backend.MacSchedules` of cores with the DSP extension (SMLAD, SXTB16)."""
 
-    def __init__(self, quads: bool = False) -> None:
+    def __init__(self, quads: bool = False, calls: int = 1) -> None:
         self.quads = quads
         """Whether a short window's loops of pair calls become quad calls (`quad_tiles`): the bundle's choice for
         the kernels it pays in (`dsp_bundle_choice`); False on every other kernel."""
+        self.calls = calls
+        """The kernel's calls per inference, for the price of its depthwise pixels' forms (`depthwise_pairs`): the
+        bundle's count for a kernel called several times (`dsp_bundle_choice`); 1 on every other kernel."""
+
+    def with_choice(self, quads: bool, calls: int) -> "DualMacSchedules":
+        """These schedules (their class: the core's) with the bundle's choices for one kernel."""
+        return type(self)(quads, calls)
 
     @staticmethod
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -209,7 +218,7 @@ class DualMacSchedules:
         pairs = pair_tiles_calls(epilogues)
         pairs = quad_tiles_calls(pairs) if self.quads else pairs
         tiled = depthwise_tiles_calls(conv_tiles_calls(pairs, DSP_CONV_TILES), DSP_TILES)
-        tiled = depthwise_pair_calls(tiled)  # two interior pixels a call where that pays
+        tiled = depthwise_pair_calls(tiled, self.calls)  # two interior pixels a call where that pays
         tiled = fc_tiles_calls(tiled)  # a FULLY_CONNECTED's tiles of stacked weights
         tiled = depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
         return biased_requantize_calls(tiled)  # an element loop's rescales (`biased_requantize`)
@@ -289,7 +298,8 @@ class HeliumMacSchedules(DualMacSchedules):
         out-of-line copy its kernels share (`TileHelpers.shared`: `helium_bundle_choice`)."""
         self.conv_tiles = conv_tiles
         """The fused channel tiles' helpers (`conv_tiles`): inlined (HELIUM_CONV_TILES), or the bundle's one
-        out-of-line copy in the kernels its choice gives it (HELIUM_SHARED_CONV_TILES: `helium_bundle_choice`)."""
+        out-of-line copy in the kernels its choice gives it (HELIUM_SHARED_CONV_TILES: `helium_bundle_choice`), or
+        the table forms' generic copy (HELIUM_GENERIC_CONV_TILES: `shared_conv_tiles.generic_conv_tiles`)."""
 
     def epilogue_calls(self, func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over a pixel
@@ -340,35 +350,49 @@ def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[st
     borders = {use.kernel: frozenset({key[0]}) for key in borders_chosen for use in found_borders[key]}
     outlined = outlined_borders(kernels, calls)
     uses, present = conv_tiles_uses(kernels, calls)
-    # the table forms' copy the border pixels call is generic over their windows: none specialized on a window
-    conv_shared = shared_conv_tiles(uses, present | {bias + TABLE_FORM for bias in outlined})
+    # the table forms' copy the border pixels call is generic over their windows: none specialized on a window; a
+    # kernel of any window calls it, or the generic copy, where that pays by itself (generic_conv_tiles)
+    table_forms = frozenset(bias + TABLE_FORM for bias in outlined)
     outlined_kernels = frozenset().union(*outlined.values())
-    if not forms and not borders and not conv_shared and not outlined_kernels:
+    joined, generic = generic_conv_tiles(uses, table_forms, outlined_kernels)
+    conv_shared = shared_conv_tiles(uses, present | table_forms) | joined
+    if not forms and not borders and not conv_shared and not generic and not outlined_kernels:
         return None
-    choices = {kernel: (forms.get(kernel, frozenset()), borders.get(kernel, frozenset()), kernel in conv_shared,
+    choices = {kernel: (forms.get(kernel, frozenset()), borders.get(kernel, frozenset()),
+                        "generic" if kernel in generic else "shared" if kernel in conv_shared else "inlined",
                         kernel in outlined_kernels)
-               for kernel in set(forms) | set(borders) | conv_shared | outlined_kernels}
+               for kernel in set(forms) | set(borders) | conv_shared | generic | outlined_kernels}
+    conv_tiles = {"generic": HELIUM_GENERIC_CONV_TILES, "shared": HELIUM_SHARED_CONV_TILES,
+                  "inlined": HELIUM_CONV_TILES}
     schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0], shared_borders=choice[1]),
-                                            HELIUM_SHARED_CONV_TILES if choice[2] else HELIUM_CONV_TILES, choice[3])
+                                            conv_tiles[choice[2]], choice[3])
                  for choice in set(choices.values())}
     return BundleChoice({kernel: schedules[choice] for kernel, choice in choices.items()})
 
 
 def dsp_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],
-                      quads: DualMacSchedules) -> Optional[BundleChoice]:
+                      schedules: DualMacSchedules) -> Optional[BundleChoice]:
     """The `KernelSchedules.bundle_choice` of DSP cores without MVE: from the bundle's kernels (scheduled without
-    quads) and their calls, the kernels whose quads pay their inlined code (`quad_tiles.quad_uses`,
-    `quad_kernels`: each that pays at the one price of code, the bundle's first loop charged more than the others,
-    the best-paying first within the bundle's budget, `quad_code_budget` of its kernels), each with the schedules
-    ``quads`` (the core's, quads on); None where no kernel takes them."""
+    quads, each as called once) and their calls, the kernels whose quads pay their inlined code
+    (`quad_tiles.quad_uses`, `quad_kernels`: each that pays at the one price of code, the bundle's first loop
+    charged more than the others, the best-paying first within the bundle's budget, `quad_code_budget` of its
+    kernels), and the kernels called several times whose depthwise pixels' forms are priced per call
+    (`depthwise_pairs.priced_per_call`: priced again with their calls, those of its identical twins too, which the
+    bundle makes one C function: `identical_groups`), each with ``schedules`` (the core's) carrying those choices;
+    None where no kernel takes either."""
     chosen = quad_kernels(quad_uses(kernels, calls), code_budget=quad_code_budget(len(kernels)))
-    return BundleChoice({kernel: quads for kernel in sorted(chosen)}) if chosen else None
+    repeated = {}
+    for group in identical_groups(kernels):
+        count = sum(calls.get(kernel, 1) for kernel in group)
+        if count > 1 and priced_per_call(kernels[group[0]]):
+            repeated.update(dict.fromkeys(group, count))
+    choices = {kernel: (kernel in chosen, repeated.get(kernel, 1)) for kernel in sorted(chosen | set(repeated))}
+    variants = {choice: schedules.with_choice(*choice) for choice in set(choices.values())}
+    return BundleChoice({kernel: variants[choice] for kernel, choice in choices.items()}) if choices else None
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()
 FPU_DUAL_MAC_SCHEDULES = FpuDualMacSchedules()
-DUAL_MAC_QUAD_SCHEDULES = DualMacSchedules(quads=True)
-FPU_DUAL_MAC_QUAD_SCHEDULES = FpuDualMacSchedules(quads=True)
 HELIUM_MAC_SCHEDULES = HeliumMacSchedules()
 
 
@@ -495,8 +519,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the fused pair tiles without their widened inputs' scratch, where the plan is smaller so (DSP cores)
         scratch_free_form=without_pair_scratch if dsp_only else None,
         # Helium: the forms of its fused depthwise helper the bundle's kernels share one out-of-line copy of; DSP
-        # cores: the kernels whose quad tiles pay their inlined code
+        # cores: the kernels whose quad tiles pay their inlined code, and the depthwise pixels' forms of a kernel
+        # called several times priced with its calls
         bundle_choice=helium_bundle_choice if has_mve(profile) else functools.partial(
-            dsp_bundle_choice, quads=FPU_DUAL_MAC_QUAD_SCHEDULES if profile.hardware_float
-            else DUAL_MAC_QUAD_SCHEDULES) if dsp_only else None,
+            dsp_bundle_choice, schedules=mac_schedules_of(profile)) if dsp_only else None,
     )

@@ -125,8 +125,12 @@ SHARED_CONV_TILES_LUT_OPS = by_bias("tvm_ext.conv_tiles_shared_lut_s8")
 """CONV_TILES_LUT_OPS' one out-of-line copy per bundle, per bias type."""
 # conv_tiles_lut_s8(..., channels, table): CONV_TILES_ACCESS's elements and the table's LUT_ENTRIES.
 CONV_TILES_LUT_ACCESS = HelperAccess((*CONV_TILES_ACCESS.pointers, PointerAccess(12, (Axis(LUT_ENTRIES, 1),))))
+GENERIC_CONV_TILES_LUT_OPS = by_bias("tvm_ext.conv_tiles_generic_lut_s8")
+"""CONV_TILES_LUT_OPS' one out-of-line copy per bundle, per bias type, kept from gcc's interprocedural passes: the
+copy of the kernels whose windows of several rows call it (``shared_conv_tiles.generic_conv_tiles``)."""
 for _ops, _name in ((CONV_TILES_LUT_OPS, conv_tiles_helper_name),
-                    (SHARED_CONV_TILES_LUT_OPS, shared_conv_tiles_helper_name)):
+                    (SHARED_CONV_TILES_LUT_OPS, shared_conv_tiles_helper_name),
+                    (GENERIC_CONV_TILES_LUT_OPS, functools.partial(shared_conv_tiles_helper_name, copy="generic"))):
     for _bias, _op in _ops.items():
         register_mac_helper(_op, functools.partial(_name, bias=_bias, table=True), CONV_TILES_LUT_ACCESS)
 TABLE_FORM = "+table"
@@ -143,6 +147,8 @@ HELIUM_TILES_OPS = with_tables(CONV_TILES_OPS, CONV_TILES_LUT_OPS)
 """Helium's fused tiles, inlined, per form (bias type, with or without a table)."""
 HELIUM_SHARED_TILES_OPS = with_tables(SHARED_CONV_TILES_OPS, SHARED_CONV_TILES_LUT_OPS)
 """Their one out-of-line copy per bundle and form."""
+HELIUM_GENERIC_TILES_OPS = with_tables(SHARED_CONV_TILES_OPS, GENERIC_CONV_TILES_LUT_OPS)
+"""The out-of-line copies of the kernels whose table forms call the generic copy."""
 CHOOSE_OP = "tvm_ext.choose_address"
 """``choose_address(inside, a, b)``: the address a where inside holds, else b (``<PREFIX>_CHOOSE``), the input of a
 fused call shared by an interior pixel and a border pixel's copied window (`common_tails`)."""
@@ -220,6 +226,9 @@ HELIUM_SHARED_CONV_TILES = ConvTileHelpers(HELIUM_EPILOGUE_FORMS, HELIUM_SHARED_
                                            partial=(HELIUM_EPILOGUE, HELIUM_SHARED_TILES_OPS), partial_overlaps=True)
 """Helium's, calling the bundle's one out-of-line copy (its sizes read at run time): the kernels the bundle's choice
 gives it (``shared_conv_tiles``)."""
+HELIUM_GENERIC_CONV_TILES = ConvTileHelpers(HELIUM_EPILOGUE_FORMS, HELIUM_GENERIC_TILES_OPS,
+                                            partial=(HELIUM_EPILOGUE, HELIUM_GENERIC_TILES_OPS), partial_overlaps=True)
+"""Helium's, the table forms calling the bundle's generic copy (``shared_conv_tiles.generic_conv_tiles``)."""
 DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS,
                                  partial=(DSP_UNTABLED_EPILOGUE, DSP_CONV_TILES_PART_OPS))
 """The DSP cores': the written-out epilogue (``requantize_small_c``), ``conv_tiles_s8x4.h.in``; a channel count that

@@ -25,8 +25,9 @@ Which loop, and whether at all, is the price of code's (``code_price.INSTRUCTION
 pixels both pass the tests (counted over the loops' whole iteration space, the tests evaluated there) times the
 tiles times the instructions a pair's tile saves (PairCost) must exceed the code the two-pixel call adds at that
 price, its window rows written out or one loop iteration each (``rolled``: less code, a few instructions more a
-row), whichever pays more; once per call of the kernel (a kernel called several times by the bundle counts once:
-the choice may miss a pair that would pay, never takes one that does not). The second pixel's outputs and inputs
+row), whichever pays more; times the kernel's calls per inference (``calls``: the bundle's choice,
+``backends.cortex_m.schedules.dsp_bundle_choice``, schedules a kernel called several times again with its count;
+a first schedule counts one call). The second pixel's outputs and inputs
 are another pixel's of the same kernel and the same sums are computed for each: bit-exact.
 
 Where no pairing pays, the one-pixel call becomes ``<prefix>_depthwise_tiles_stepped_s8x4w16`` (``_b16``;
@@ -36,7 +37,7 @@ channel offset through an empty asm (one induction variable, so that gcc keeps n
 inlined into the pixel loops, that form reloads the bases from the stack and adds the offset to each, some 14
 instructions a tile besides the taps and the requantization, the stepped one some 7 (cortex-m4f, gcc 12.2 -O2,
 kws_ref_model's 3x3 layer on 25x5x64: 123 and 116 instructions a tile). It pays where the interior's tile
-iterations (its pixels, the tests evaluated as for the pairs, times the tiles, once per call of the kernel) times
+iterations (its pixels, the tests evaluated as for the pairs, times the tiles, times the kernel's calls) times
 the instructions saved exceed the code it adds at the code price, for windows of at most ``SteppedCost.max_taps``
 taps (a wider one's pointers spill among its taps): ``SteppedCost``.
 
@@ -159,8 +160,8 @@ class SteppedCost:
     max_taps: int = 10
 
     def pays(self, taps: int, interior_tiles: int, instructions_per_byte: int) -> bool:
-        """Whether a kernel of a window of ``taps`` taps and ``interior_tiles`` interior tile iterations (once per
-        call of the kernel) saves more than its code costs at ``instructions_per_byte``."""
+        """Whether a kernel of a window of ``taps`` taps and ``interior_tiles`` interior tile iterations (per
+        inference: every call of the kernel) saves more than its code costs at ``instructions_per_byte``."""
         return taps <= self.max_taps \
             and interior_tiles * self.saved_per_tile > self.bytes_added * instructions_per_byte
 
@@ -267,8 +268,10 @@ class _Choice:
     pixel is then the pair's second one (both steps positive)."""
 
 
-def _choice(nest: list[tirx.For], leaf: _Leaf, cost: PairCost, instructions_per_byte: int) -> Optional[_Choice]:
-    """The best-paying pairing of a loop of ``nest`` (a perfect nest around ``leaf``), None where none pays."""
+def _choice(nest: list[tirx.For], leaf: _Leaf, cost: PairCost, instructions_per_byte: int, calls: int) \
+        -> Optional[_Choice]:
+    """The best-paying pairing of a loop of ``nest`` (a perfect nest around ``leaf``) in a kernel called ``calls``
+    times per inference, None where none pays."""
     sizes = {name: leaf.call.args[index] for name, index in FUSED_ARGS.items()
              if name not in ("out", "x", "w", "bias", "multiplier", "shift", "zero_point")}
     if not all(isinstance(size, tirx.IntImm) for size in sizes.values()) \
@@ -305,7 +308,7 @@ def _choice(nest: list[tirx.For], leaf: _Leaf, cost: PairCost, instructions_per_
         for rolled in (False, True):
             if rolled and rows == 1:
                 continue
-            saved = pairs * sizes["channels"] // 4 * cost.saved(rows, cols, rolled)
+            saved = calls * pairs * sizes["channels"] // 4 * cost.saved(rows, cols, rolled)
             gain = saved - instructions_per_byte * cost.bytes_added(rows, cols, rolled, replaces_single)
             # on a tie the inner loop: its second pixel's window one pixel on, not a row (the planner's gap between a
             # layer's output and its input, where they overlap, grows by the window's read-ahead)
@@ -329,10 +332,10 @@ def _interior(nest: list[tirx.For], leaf: _Leaf) -> Optional[np.ndarray]:
         return None
 
 
-def _stepped(nest: list[tirx.For], leaf: _Leaf, cost: SteppedCost, instructions_per_byte: int) \
+def _stepped(nest: list[tirx.For], leaf: _Leaf, cost: SteppedCost, instructions_per_byte: int, calls: int) \
         -> Optional[tirx.Stmt]:
     """``nest`` around ``leaf`` with its one-pixel call stepping its tiles' pointers (``SteppedCost``) where that
-    pays, else None."""
+    pays in a kernel called ``calls`` times per inference, else None."""
     args = leaf.call.args
     sizes = [args[FUSED_ARGS[name]] for name in ("rows", "cols", "channels")]
     if not all(isinstance(size, tirx.IntImm) for size in sizes) \
@@ -341,7 +344,7 @@ def _stepped(nest: list[tirx.For], leaf: _Leaf, cost: SteppedCost, instructions_
         return None
     rows, cols, channels = (int(size) for size in sizes)
     passes = _interior(nest, leaf)
-    if passes is None or not cost.pays(rows * cols, int(np.count_nonzero(passes)) * (channels // 4),
+    if passes is None or not cost.pays(rows * cols, calls * int(np.count_nonzero(passes)) * (channels // 4),
                                        instructions_per_byte):
         return None
     block = leaf.realize.block
@@ -405,11 +408,11 @@ def _paired(nest: list[tirx.For], leaf: _Leaf, choice: _Choice) -> tirx.Stmt:
     return stmt
 
 
-def _pairs_call(loop: tirx.For, cost: PairCost, stepped: SteppedCost, instructions_per_byte: int) \
+def _pairs_call(loop: tirx.For, cost: PairCost, stepped: SteppedCost, instructions_per_byte: int, calls: int) \
         -> Optional[tirx.Stmt]:
     """``loop``, the outermost of a perfect nest of pixel loops around a pixel's statement of the module
     docstring's form, with its best-paying pixel loop in steps of two, else its one-pixel call stepped where that
-    pays, else None."""
+    pays (its kernel called ``calls`` times per inference), else None."""
     nest = [loop]
     while isinstance(nest[-1].body, tirx.For):
         nest.append(nest[-1].body)
@@ -417,13 +420,23 @@ def _pairs_call(loop: tirx.For, cost: PairCost, stepped: SteppedCost, instructio
     if leaf is None:
         return None
     pairable = leaf.other is None or not any(isinstance(node, tirx.For) for node in walk(leaf.other))
-    choice = _choice(nest, leaf, cost, instructions_per_byte) if pairable else None
-    return _paired(nest, leaf, choice) if choice is not None else _stepped(nest, leaf, stepped, instructions_per_byte)
+    choice = _choice(nest, leaf, cost, instructions_per_byte, calls) if pairable else None
+    return _paired(nest, leaf, choice) if choice is not None \
+        else _stepped(nest, leaf, stepped, instructions_per_byte, calls)
 
 
-def depthwise_pair_calls(func: tirx.PrimFunc, cost: PairCost = PAIR_COST, stepped: SteppedCost = STEPPED_COST,
+def depthwise_pair_calls(func: tirx.PrimFunc, calls: int = 1, cost: PairCost = PAIR_COST,
+                         stepped: SteppedCost = STEPPED_COST,
                          instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> tirx.PrimFunc:
-    """``func`` (a DSP kernel after ``depthwise_tiles``' calls) with the pixel loops around its one-pixel fused
-    calls in steps of two pixels where that pays, else those calls stepping their tiles' pointers where that pays
-    (the module docstring); any other function unchanged."""
-    return with_root_loops_replaced(func, lambda loop: _pairs_call(loop, cost, stepped, instructions_per_byte))
+    """``func`` (a DSP kernel after ``depthwise_tiles``' calls, called ``calls`` times per inference) with the pixel
+    loops around its one-pixel fused calls in steps of two pixels where that pays, else those calls stepping their
+    tiles' pointers where that pays (the module docstring); any other function unchanged."""
+    return with_root_loops_replaced(func, lambda loop: _pairs_call(loop, cost, stepped, instructions_per_byte, calls))
+
+
+def priced_per_call(func: tirx.PrimFunc) -> bool:
+    """Whether ``func`` (a DSP kernel scheduled) has a depthwise pixel's call whose form ``depthwise_pair_calls``
+    chose from the kernel's calls per inference: the one-pixel fused call, its stepped form or the pair's."""
+    ops = {*DSP_TILES_W16_OPS.values(), *DSP_TILES_STEPPED_OPS.values(), *PAIR_OPS.values()}
+    return any(isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name in ops
+               for node in walk(func.body))

@@ -21,6 +21,12 @@ vector. Measured on cortex-m55, densenet_bc_32's fourteen 1x1 kernels of several
 a lookup table; one copy each) from every kernel scheduled first with the helper inlined (``conv_tiles_uses``), and
 passed back into their schedules (``HeliumMacSchedules.conv_tiles``, ``helium_bundle_choice``). The same sums in the same order either way:
 bit-exact.
+
+Where the bundle's border pixels call the table form's copy (``outlined_borders``: generic over their windows),
+``generic_conv_tiles`` lets every kernel of that form call it or its generic twin (kept from gcc's interprocedural
+passes) where that pays by itself (``generic_gain``): inlined over several rows that end in a predicated vector, the
+tiles spill, and the copy runs them faster (cortex-m55 yolo_tiny_64x96_w9 8,732,606 -> 6,977,265 instructions, code
+9,384 -> 6,572 B, cortex-m4f's 8,412).
 """
 
 from __future__ import annotations
@@ -55,6 +61,14 @@ its 4x4x3 stem 86,136 / 93,968; yolo_tiny_64_odd's 8x8 1x1 kernel of 36 inputs a
 its 4x4 one of 72 inputs 4,627 / 5,750; tcn_61x20_c36's 1x3 kernels 60,470 / 60,537 to 110,092 / 108,890 (faster
 out of line)."""
 
+GENERIC_TILE_INSTRUCTIONS = 50
+"""Instructions more per tile of four channels of a pixel in a copy generic over its callers' windows (its sizes
+read at run time, kept from gcc's interprocedural passes: ``helium_conv_tiles.h.in``) than inlined, about the most
+measured on cortex-m55 where the inlined tiles do not spill (``ConvTilesUse.spills_inlined``): densenet_bc_k8_l6_32's
+1x1 kernels of 8 tiles 52 (32x32x32 over 64 inputs 360,482 -> 790,557 instructions), its 3x3 32x32x16 over 16
+inputs 46 (314,016 -> 503,647); yolo_tiny_80's 3x3 LEAKY_RELU kernels over rows of 120 and 240 inputs 15 and 29
+(10x10x80 693,401 -> 724,109, 5x5x160 515,925 -> 545,392)."""
+
 
 @dataclass(frozen=True)
 class ConvTilesUse:
@@ -82,6 +96,23 @@ class ConvTilesUse:
         ones, 516,789 -> 516,713 instructions for 244 B less code."""
         return self.window[:-1]
 
+    @property
+    def rows(self) -> int:
+        """The rows of the call's window (1 where its sizes are not known)."""
+        return self.window[_ROWS - _X_ROW_STRIDE] if self.window else 1
+
+    @property
+    def spills_inlined(self) -> bool:
+        """Whether the tiles inlined with this window run slower than the generic copy: a window of several rows,
+        each ending in a predicated vector (its length not a whole number of half vectors: the dual MAC's tail
+        neither none nor its eight unpredicated lanes), where gcc keeps the row loop's pointers, the four
+        accumulators and the predicate in no register allocation, moving them at every vector. Measured on
+        cortex-m55, every such kernel faster calling the copy (yolo_tiny_64x96_w9's 3x3 LEAKY_RELU kernels over
+        rows of 27 to 273 inputs: 8x12x61 over 273 1,816,676 -> 1,063,372 instructions, 16x24x37 over 57 1,503,232
+        -> 1,058,524; resnet18_w9_64's 3x3 over 27, 54 and 108 but one: 16x16x9 235,586 -> 200,770, its 4x4x36
+        over 108 44,356 -> 51,490)."""
+        return self.rows > 1 and self.window[_ROW_LEN - _X_ROW_STRIDE] % (LANES // 2) != 0
+
     def extra_instructions(self) -> int:
         """The instructions per inference the kernel's calls of the copy would add (CALL_INSTRUCTIONS a pixel,
         VECTOR_INSTRUCTIONS per vector of each tile)."""
@@ -91,6 +122,17 @@ class ConvTilesUse:
         """What calling the copy instead of inlining saves, in instructions per inference: INLINED_BYTES at
         ``instructions_per_byte`` each, less ``extra_instructions``."""
         return INLINED_BYTES * instructions_per_byte - self.extra_instructions()
+
+
+def generic_gain(use: ConvTilesUse, instructions_per_byte: int = INSTRUCTIONS_PER_BYTE, spilling: bool = False) -> int:
+    """What calling a copy generic over its callers' windows saves instead of inlining, in instructions per
+    inference: INLINED_BYTES at ``instructions_per_byte`` each, less GENERIC_TILE_INSTRUCTIONS per tile of each
+    pixel, none where the inlined tiles spill (``ConvTilesUse.spills_inlined``) or, with ``spilling``, where the
+    kernel's other calls do (its border pixels' copied window of one row, in a kernel whose interior spills:
+    yolo_tiny_64x96_w9's 32x48x19 kernel over 27 inputs, every call of the generic copy, 1,911,139 -> 1,775,126
+    instructions on cortex-m55)."""
+    per_tile = 0 if use.spills_inlined or spilling else GENERIC_TILE_INSTRUCTIONS
+    return INLINED_BYTES * instructions_per_byte - use.calls * use.pixels * use.tiles * per_tile
 
 
 def conv_tiles_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]
@@ -150,3 +192,49 @@ def shared_conv_tiles(uses: Mapping[str, tuple[ConvTilesUse, ...]], present: fro
                     best, best_kernels = total, ranked[:count]
         chosen.update(best_kernels)
     return frozenset(chosen)
+
+
+def generic_conv_tiles(uses: Mapping[str, tuple[ConvTilesUse, ...]], forms: frozenset[str],
+                       outlined: frozenset[str] = frozenset(),
+                       instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> tuple[frozenset[str], frozenset[str]]:
+    """Of the forms ``forms`` (whose copy the bundle holds generic over its callers' windows already:
+    ``outlined_borders``' table forms, which its border pixels call with one row), from the bundle's ``uses``
+    (``conv_tiles_uses``), the kernels whose calls all have one such form and whose inlined tiles weigh more than
+    calling a copy costs (``generic_gain``, summed over their calls, a kernel's call of one row spilling with its
+    others; a call of one row in a kernel of ``outlined``, whose border pixels call the copy already, neither: that
+    call): those whose windows have one row call that
+    copy (nothing to pay but their calls: its callers keep agreeing on their one row); those of several rows call the
+    form's generic copy (GENERIC_CONV_TILES_LUT_OPS, kept from gcc's interprocedural passes), the best-paying first,
+    the prefix whose gains most exceed its COPY_BYTES at ``instructions_per_byte``. Returns (the kernels calling the
+    shared copy, those calling the generic one)."""
+    forms_of: dict[str, set[str]] = {}
+    spilling: set[str] = set()
+    for bias, found in uses.items():
+        for use in found:
+            forms_of.setdefault(use.kernel, set()).add(bias)
+            if use.spills_inlined:
+                spilling.add(use.kernel)
+    shared: set[str] = set()
+    generic: set[str] = set()
+    for bias in sorted(set(uses) & forms):
+        gains: dict[str, int] = {}
+        rows: dict[str, int] = {}
+        for use in uses[bias]:
+            if forms_of[use.kernel] == {bias}:
+                if use.rows > 1:
+                    gain = generic_gain(use, instructions_per_byte)
+                elif use.kernel in outlined:
+                    gain = 0
+                else:
+                    gain = generic_gain(use, instructions_per_byte, use.kernel in spilling)
+                gains[use.kernel] = gains.get(use.kernel, 0) + gain
+                rows[use.kernel] = max(rows.get(use.kernel, 1), use.rows)
+        shared.update(kernel for kernel, gain in gains.items() if gain > 0 and rows[kernel] == 1)
+        ranked = sorted((kernel for kernel in gains if rows[kernel] > 1), key=lambda kernel: (-gains[kernel], kernel))
+        best, best_count, total = 0, 0, -COPY_BYTES * instructions_per_byte
+        for count, kernel in enumerate(ranked, 1):
+            total += gains[kernel]
+            if total > best:
+                best, best_count = total, count
+        generic.update(ranked[:best_count])
+    return frozenset(shared), frozenset(generic)

@@ -112,6 +112,32 @@ def test_helium_adds_and_subs_of_one_shape_take_four_lanes_a_call(tmp_path, monk
     host_selftest_passes(bundle.out_dir)
 
 
+def _scaled_add_model() -> bytes:
+    """A squeeze-excite block's end: input a of SHAPE (0.05, -128) times s [1, 1, 1, channels] (0.004, -128: a
+    hard-sigmoid's output), then plus input b (0.11, 127): the MUL an elementwise kernel, the ADD's input."""
+    tensors = [Tensor("a", SHAPE, "int8", Quantization((0.05,), (-128,))),
+               Tensor("s", (1, 1, 1, SHAPE[-1]), "int8", Quantization((0.004,), (-128,))),
+               Tensor("b", SHAPE, "int8", Quantization((0.11,), (127,))),
+               Tensor("scaled", SHAPE, "int8", Quantization((0.04,), (-100,))),
+               Tensor("sum", SHAPE, "int8", Quantization((0.13,), (-3,)))]
+    plain = {"FusedActivationFunction": 0}
+    operators = [Operator("MUL", (0, 1), (3,), Options("MulOptions", plain)),
+                 Operator("ADD", (3, 2), (4,), Options("AddOptions", plain))]
+    return build(Model(tensors, operators, (0, 1, 2), (4,)))
+
+
+@needs_cross_tools
+def test_helium_add_of_a_computed_product_is_not_fused_into_it(tmp_path, monkeypatch):
+    """cortex-m55's ADD from tabled values is an extern stage (its operands read through their addresses): fused
+    after the MUL that computes its operand (an SE-ResNet's scaled branch plus its shortcut), FuseTIR refused the
+    two kernels' buffers ("Inconsistent buffers ... mapped to the same relax var": the seed-110 unseen set's
+    se_resnet_odd_27x45_int8, exit 3). It stays a kernel of its own (tvm_ext/transform/fuse_keeping_layers.py),
+    bit-exact under QEMU mps3-an547."""
+    monkeypatch.setattr(cortex_m_schedules, "helium_adds_pay", lambda adds: True)
+    bundle, kernels = bit_exact_bundle(tmp_path, "scaled_add", _scaled_add_model(), "cortex-m55", "mps3-an547")
+    assert _kernel_calls(bundle, kernels, "_add_s8_values4") == 1, kernels
+
+
 @needs_cross_tools
 def test_small_adds_keep_the_generic_kernel(tmp_path):
     _bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(FEW), "cortex-m4f", "mps2-an386")

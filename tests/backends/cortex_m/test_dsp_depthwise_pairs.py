@@ -63,6 +63,23 @@ from test_depthwise_border_regions import _depthwise_model as _border_model  # n
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_the_stepped_tiles_count_every_call_of_a_kernel_and_stay_bit_exact(tmp_path):
+    # one int8 input [1, 12, 12, 16] through two 3x3 SAME depthwise layers of one shape: one kernel (the bundle's one C
+    # function for both), 100 interior pixels of 4 tiles a call, 2,800 instructions saved a call for some 40 B (not
+    # paying once), 5,600 for the two calls (paying); one such layer alone keeps the indexed call
+    for name, cases, stepped in (("twice", [(3, 1, 1, SAME)] * 2, True), ("once", [(3, 1, 1, SAME)], False)):
+        model = _border_model(16, 5, (12, 12), cases)
+        (tmp_path / name).mkdir()
+        _bundle, kernels = bit_exact_bundle(tmp_path / name, name, model, "cortex-m4f", "mps2-an386")
+        bodies = re.split(r"\n(?=void )", kernels)
+        depthwise = [body for body in bodies if re.match(r"void \w+_depthwise_conv_2d_3x3_s1", body)]
+        assert len(depthwise) == 1, kernels
+        assert ("_depthwise_tiles_stepped_s8x4w16" in depthwise[0]) == stepped, depthwise[0]
+        assert re.search(r"_depthwise_tiles(_stepped)?_s8x4w16(_b16)?\(", depthwise[0]), depthwise[0]
+
+
 def _stride_one_and_two_bundle(tmp_path, name: str, image: tuple[int, int], five: bool = False):
     """(the cortex-m4f bundle, bit-exact under QEMU, of one int8 [1, rows, cols, 16] input through a 3x3 SAME
     depthwise layer at stride 1 and one at stride 2, and where `five` a 5x5 SAME one at stride 1, each kernel's C by

@@ -24,7 +24,7 @@ from tvm.script import tirx as T
 from backends.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_OPS, SHARED_CONV_TILES_OPS
 from backends.cortex_m.schedules.shared_conv_tiles import (COPY_BYTES, INLINED_BYTES, ConvTilesUse, conv_tiles_uses,
-                                                           shared_conv_tiles)
+                                                           generic_conv_tiles, generic_gain, shared_conv_tiles)
 
 
 def _fc(kernel: str, pixels: int = 49, tiles: int = 15, vectors: int = 4, calls: int = 1,
@@ -75,6 +75,43 @@ def test_each_bias_type_pays_its_own_copy_and_none_joins_a_copy_the_bundle_holds
     # the int32 copy there already (a padded convolution's merged calls: common_tails), specialized on its callers'
     # sizes: no kernel joins it
     assert shared_conv_tiles(uses, present=frozenset({"int32"})) == frozenset()
+
+
+def test_kernels_of_any_window_call_a_copy_generic_over_windows_where_each_pays():
+    # 3x3 LEAKY_RELU kernels whose border pixels call the table form's copy (outlined_borders: generic over their
+    # windows). yolo_tiny_64x96_w9's, over three rows ending in a predicated vector (183 and 57 inputs), spill
+    # inlined: they call the generic copy whatever their size, which two pay; yolo_tiny_80's over rows of 120 inputs
+    # (eight lanes left, no predicate) keeps the tiles inlined; its 1x1 kernel of 25 pixels calls the borders' copy,
+    # which its one row keeps specialized on one row, alone
+    small = _fc("c4x6", pixels=24, tiles=26, vectors=36, window=(183, 549, 3, 183, 101))
+    big = _fc("c16x24", pixels=384, tiles=10, vectors=12, window=(57, 171, 3, 57, 37))
+    whole = _fc("c10x10", pixels=100, tiles=20, vectors=24, window=(120, 360, 3, 120, 80))
+    pointwise = _fc("p5x5", pixels=25, tiles=20, vectors=10, window=(0, 160, 1, 160, 80))
+    assert small.spills_inlined and big.spills_inlined and not whole.spills_inlined and not pointwise.spills_inlined
+    assert small.gain() < 0 and big.gain() < 0  # specialized sharing would charge them its row loop's vectors
+    assert generic_gain(big) == INLINED_BYTES * INSTRUCTIONS_PER_BYTE
+    assert generic_gain(whole) < 0 < generic_gain(pointwise)
+    table = frozenset({"int32+table"})
+    uses = {"int32+table": (small, big, whole, pointwise)}
+    assert generic_conv_tiles(uses, table) == (frozenset({"p5x5"}), frozenset({"c4x6", "c16x24"}))
+    # one kernel of several rows does not pay the generic copy's bytes
+    assert generic_conv_tiles({"int32+table": (big, pointwise)}, table) == (frozenset({"p5x5"}), frozenset())
+    # only the forms whose copy the bundle holds generic; a kernel whose calls take another form besides keeps the
+    # tiles inlined
+    assert generic_conv_tiles(uses, frozenset()) == (frozenset(), frozenset())
+    assert generic_conv_tiles({**uses, "int32": (_fc("p5x5"),)}, table) == (frozenset(), frozenset({"c4x6", "c16x24"}))
+    # yolo_tiny_64x96_w9's 8x12x61 kernel: its border pixels' call (one row of 333 inputs) is the copy's already
+    # where its borders are outlined, and counts nothing
+    border = _fc("c16x24", pixels=384, tiles=10, vectors=11, window=(0, 171, 1, 171, 37))
+    assert generic_gain(border) < -generic_gain(big)
+    pair = {"int32+table": (small, big, border)}
+    # ... and not outlined, it runs in the generic copy with its interior, which spills inlined: the kernel pays
+    assert generic_conv_tiles(pair, table) == (frozenset(), frozenset({"c4x6", "c16x24"}))
+    assert generic_gain(border, spilling=True) == INLINED_BYTES * INSTRUCTIONS_PER_BYTE
+    # a one-row call in a kernel that spills nowhere keeps its price: yolo_tiny_80's 10x10x80 kernel (rows of 120)
+    whole_border = _fc("c10x10", pixels=100, tiles=20, vectors=23, window=(0, 360, 1, 360, 80))
+    assert generic_conv_tiles({"int32+table": (small, whole, whole_border)}, table) == (frozenset(), frozenset())
+    assert generic_conv_tiles(pair, table, frozenset({"c16x24"})) == (frozenset(), frozenset({"c4x6", "c16x24"}))
 
 
 def test_a_kernel_of_two_windows_keeps_the_tiles_inlined():

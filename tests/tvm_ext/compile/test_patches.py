@@ -18,7 +18,7 @@ from c_checks import strict_sanitized_selftest
 from conftest import models_dir
 from emulator.tools import missing_tools
 from target.resources import FlashSource, FlashUse, RamUse, ResourceError, StackSource, check_fits
-from tflite_models import chain_model, residual_model, tcn_model
+from tflite_models import chain_model, residual_model, skip_concat_model, tcn_model
 from tvm_ext.compile import CompileError, DoesNotFitError
 from tvm_ext.compile import __main__ as cli
 from tvm_ext.compile import patches
@@ -153,6 +153,19 @@ def test_plans_are_of_the_chain_in_the_layouts_the_passes_choose(tmp_path, reque
                         build=False)
     assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
 
+
+
+@pytest.mark.parametrize("request_, refusal", [("auto", DoesNotFitError), ("stream", CompileError)])
+def test_no_plan_cuts_where_an_operator_outside_the_stages_reads_the_prefix(tmp_path, request_, refusal):
+    """A skip joined by a CONCATENATION (a U-Net's, which no window stage joins) reads the first stage's output
+    after the second: the graph ends in one value after stage 1 alone (WindowChain.cuts), so no streamed plan cuts
+    later, and `auto` and `stream` refuse in one line, where the planner had offered a cut the patch pass then
+    could not make (PatchPlanError: an internal error; seed-110 unseen U-Nets on cortex-m0plus)."""
+    model = tmp_path / "skip_concat.tflite"
+    model.write_bytes(skip_concat_model(IMAGE, CHANNELS))
+    with pytest.raises(refusal, match=r"no chain of windowed NHWC stages from (a model|an) input") as refused:
+        tvm_ext.compile(model, _board(tmp_path, 20_000), tmp_path / "out", patches=request_, build=False)
+    assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
 
 
 def small_float_residual(folder: Path) -> Path:

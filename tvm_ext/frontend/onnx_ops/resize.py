@@ -6,6 +6,11 @@ ignores ``axes`` (opset 18: scales or sizes for some axes only), ``keep_aspect_r
 and the aspect-ratio policy computed as ONNX defines them) and refuses what it would compute otherwise than ONNX:
 a scale whose output size is not a whole number of pixels (ONNX then samples at the fractional size), an
 antialiased downsampling, and half_pixel_symmetric.
+
+A float bilinear Resize of an NCHW tensor's height and width (the form of a QDQ model's upsampling, which
+onnxruntime runs in float between a DequantizeLinear and a QuantizeLinear) is not left to TVM's converter:
+`onnxruntime_bilinear` computes it as onnxruntime does (`tvm_ext.kernels.onnxruntime_resize`), whose float
+rounding the QuantizeLinear after it would otherwise turn into one-step errors on ties.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import numpy as np
 from tvm import relax
 from tvm.ir.expr import Constant
 
+from ...kernels import onnxruntime_resize
+from ...layers import OPAQUE_PATTERN
 from ..tflite_ops.refusal import OperatorRefused
 
 
@@ -81,3 +88,31 @@ def resize_as_tvm_converts(inputs: Sequence[relax.Expr | None], attrs: dict[str,
     attrs = {key: value for key, value in attrs.items() if key not in ("axes", "keep_aspect_ratio_policy", "antialias")}
     roi_operand = relax.const(roi.astype(np.float32)) if roi.size else None
     return [data, roi_operand, None, relax.const(np.array(out, np.int64))], attrs
+
+
+def onnxruntime_bilinear(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None],
+                         attrs: dict[str, Any]) -> relax.Expr | None:
+    """The call of onnxruntime's float bilinear Resize kernel for an ONNX Resize (its operands and attributes as
+    the model has them) that is linear, float32, 4-D, resizes only the last two axes to constant sizes, without
+    antialiasing or roi, in a coordinate mode the kernel computes; None for any other (TVM's converter's).
+    Raises OperatorRefused as `resize_as_tvm_converts` does."""
+    mode = _text(attrs.get("coordinate_transformation_mode", "half_pixel"))
+    if (_text(attrs.get("mode", "nearest")) != "linear" or int(attrs.get("antialias", 0))
+            or mode not in onnxruntime_resize.COORDINATE_MODES):
+        return None
+    (data, roi, _, sizes), _ = resize_as_tvm_converts(inputs, attrs)
+    shape = [int(d) for d in data.ty.shape.values]
+    sizes_value = _constant(sizes)
+    if (data.ty.dtype != "float32" or len(shape) != 4 or roi is not None or sizes_value is None
+            or sizes_value.size != 4 or [int(d) for d in sizes_value[:2]] != shape[:2]):
+        return None
+    tables = []
+    for in_size, out_size in zip(shape[2:], (int(d) for d in sizes_value[2:])):
+        # onnxruntime's scale of an axis: float32 output size / input size (the model's scale, where it has one)
+        taps = onnxruntime_resize.bilinear_taps(in_size, out_size, np.float32(out_size) / np.float32(in_size), mode)
+        tables += [relax.const(taps.lower), relax.const(taps.upper), relax.const(taps.near_weight),
+                   relax.const(taps.far_weight)]
+    call = bb.call_te(onnxruntime_resize.bilinear_nchw, data, *tables, primfunc_name_hint="onnxruntime_bilinear")
+    gvar = call.args[0]
+    bb.update_func(gvar, bb.get()[gvar].with_attrs({"op_pattern": OPAQUE_PATTERN}))
+    return call

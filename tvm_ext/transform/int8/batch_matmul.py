@@ -1,6 +1,6 @@
 """BATCH_MATMUL: ``q(matmul([permute](dq(a)), [permute](dq(b))))`` (tvm_ext/frontend/tflite_ops/batch_matmul.py), each
-operand an int8 activation or constant -> TFLite's integer batch matmul kernel, or the backend's own where it gives
-one (``backends.backend.KernelSchedules.int8_batch_matmul``)."""
+operand an int8 (or, 16x8, int16) activation or constant -> TFLite's integer batch matmul kernel, or for int8 the
+backend's own where it gives one (``backends.backend.KernelSchedules.int8_batch_matmul``)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mism
         return float_operator_mismatch(quantize, ctx)
     multiplier, shift = fully_connected_multiplier(lhs.quant.scale, rhs.quant.scale, out.quant.scale, ctx.rounding)
     kernel, func_attrs = batch_matmul_int8, {}
-    if ctx.int8_batch_matmul is not None and any(ctx.graph.constant(side.tensor) is None for side in (lhs, rhs)):
+    int8 = all(side.tensor.ty.dtype == "int8" for side in (lhs, rhs))
+    if int8 and ctx.int8_batch_matmul is not None and any(ctx.graph.constant(side.tensor) is None for side in (lhs, rhs)):
         # the backend's own kernel where it fits (not of two constants: that product would be folded on the host,
         # which cannot run a backend's helper calls), else the generic one; its TE extern stage shows no reduction
         # to count, so the lowering declares the product's MACs, the generic kernel's too
