@@ -105,7 +105,8 @@ def write_wide_range_classifier(folder: Path, seed: int = 7, squashed: bool = Fa
     larger than the others (its weights and bias scaled) and the logits do not read it (zero weights), so the
     hidden tensor's int8 step (range / 255, ~0.4 on uniform [-1, 1) inputs) is coarser than the units the logits
     read (~0-2) need, and int16's is 256 x finer. The model's loss is its activations' rounding, not its weights'.
-    `squashed`: a LOGISTIC between the logits and the SOFTMAX (an operator with no 16x8 kernel)."""
+    `squashed`: a DIV of the logits by a scalar between them and the SOFTMAX (an operator with no 16x8 kernel:
+    TFLite Micro has no int16 DIV)."""
     rng = np.random.default_rng(seed)
     first_w, first_b = rng.normal(0.0, 0.6, (hidden, WIDE_RANGE_INPUT[1])), rng.normal(0.0, 0.3, hidden)
     first_w[0], first_b[0] = np.abs(first_w[0]) * WIDE_RANGE_PEAK, WIDE_RANGE_PEAK * 3.0
@@ -126,8 +127,9 @@ def write_wide_range_classifier(folder: Path, seed: int = 7, squashed: bool = Fa
         Operator("FULLY_CONNECTED", (3, 4, 5), (6,), Options("FullyConnectedOptions", {})),
     ]
     if squashed:
-        tensors.append(Tensor("squashed", (1, WIDE_RANGE_CLASSES), "float32"))
-        operators.append(Operator("LOGISTIC", (6,), (8,)))
+        tensors += [Tensor("divisor", (), "float32", data=np.array(2.5, np.float32)),
+                    Tensor("squashed", (1, WIDE_RANGE_CLASSES), "float32")]
+        operators.append(Operator("DIV", (6, 8), (9,), Options("DivOptions", {})))
     operators.append(Operator("SOFTMAX", (len(tensors) - 1 if squashed else 6,), (7,),
                               Options("SoftmaxOptions", {"Beta": 1.0})))
     path = folder / f"wide_range_classifier{'_squashed' if squashed else ''}.tflite"

@@ -180,15 +180,17 @@ def mul_int8(
     lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, output_zero_point: int,
     params: MulParams, activation: ActivationRange, rounding: Rounding,
 ) -> te.Tensor:
-    """out = clamp(MBQM((lhs - lhs_zp) * (rhs - rhs_zp)) + out_zp) (TFLite's MulElementwise; the product of
-    two centered int8 values, at most 255 * 255 in magnitude, fits int32)."""
-    largest = largest_centered("int8", lhs_zero_point) * largest_centered("int8", rhs_zero_point)
+    """out = clamp(MBQM((lhs - lhs_zp) * (rhs - rhs_zp)) + out_zp) (TFLite's MulElementwise), in the operands'
+    type: int8, or int16 as TFLite Micro's int16 MUL (zero points 0). The product of two centered values, at most
+    255 * 255 (int8) or 32768 * 32768 = 2^30 (int16) in magnitude, fits int32."""
+    dtype = str(lhs.dtype)
+    largest = largest_centered(dtype, lhs_zero_point) * largest_centered(dtype, rhs_zero_point)
 
     def value(*index):
         product = ((broadcast_read(lhs, index).astype("int32") - lhs_zero_point)
                    * (broadcast_read(rhs, index).astype("int32") - rhs_zero_point))
         out = multiply_by_constant_quantized_multiplier(product, *params.output, rounding, largest) + output_zero_point
-        return clamp_to_int8(out, activation.low, activation.high)
+        return clamp_to_type(out, activation.low, activation.high, dtype)
 
     return te.compute(broadcast_shape(lhs, rhs), value, name="mul_int8")
 

@@ -35,33 +35,14 @@ from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved
 from .fixed_point import (Rounding, clamp_to_int8, fits_small_input, largest_centered,
                           multiply_by_constant_quantized_multiplier, multiply_by_quantized_multiplier, saturate_int16,
                           shifts_right_only)
-from .quant_params import fully_connected_multiplier, quantize_multiplier
+from .quant_params import checked_log2, fully_connected_multiplier, quantize_multiplier
+from .sigmoid_int16 import SIGMOID_TABLE
 from .zero_point_fold import fold_zero_point_into_bias
 
 GATES = ("input", "forget", "cell", "output")  # TFLite's order of the weights and biases
 GATE_INPUT_SCALE = np.float32(2.0**-12)  # Q3.12: the fully connected outputs, the nonlinearities' input
 GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: the gates
 
-# TFLite's sigmoid_table_uint16: sigmoid(i / 24) in 0.16 fixed point, as TFLite rounded it (the numbers are the
-# arithmetic's definition: they differ by one from a plain rounding at 44 entries).
-SIGMOID_TABLE = np.array([
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
-    43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
-    51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
-    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110,
-    61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186,
-    63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
-    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
-    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208,
-    65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
-    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449,
-    65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
-    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
-    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
-    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
-    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
-    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535,
-], np.uint16)
 
 
 @dataclass(frozen=True)
@@ -116,8 +97,7 @@ def _inter_gate_mul(scale1: float, scale2: float, output_scale: float, rounding:
 
 def cell_scale_power(cell_scale: float) -> int:
     """TFLite's CheckedLog2 of the cell state's scale: log2 in float32, rounded half away from zero."""
-    log2 = np.float32(np.log(np.float32(cell_scale))) * (np.float32(1.0) / np.float32(np.log(np.float32(2.0))))
-    return int(np.sign(log2) * np.floor(np.abs(log2) + np.float32(0.5)))
+    return checked_log2(cell_scale)[0]
 
 
 def cell_tanh_scaling(cell_scale: float) -> TanhScaling:

@@ -234,6 +234,51 @@ def logistic_params(input_scale: np.float32, input_zero_point: int) -> LogisticP
     return LogisticParams(input_zero_point, multiplier, left_shift, radius)
 
 
+def checked_log2(value: float) -> tuple[int, bool]:
+    """TFLite's CheckedLog2 of a float32 ``value``: (log2 computed in float32, rounded half away from zero; whether
+    ``value`` is a power of two, the rounding's difference under 1e-3)."""
+    log2 = np.float32(np.log(np.float32(value))) * (np.float32(1.0) / np.float32(np.log(np.float32(2.0))))
+    rounded = np.float32(np.sign(log2) * np.floor(np.abs(log2) + np.float32(0.5)))
+    return int(rounded), bool(np.abs(np.float32(log2 - rounded)) < np.float32(1e-3))
+
+
+INT16_SIGMOID_OUTPUT_POWER = -15
+"""The output scale TFLite Micro's int16 LOGISTIC and TANH require: 2^-15 (Q0.15), zero point 0."""
+
+
+@dataclass(frozen=True)
+class Int16SigmoidScaling:
+    """TFLite Micro's int16 LOGISTIC and TANH input rescale into the sigmoid table's fixed point (3 * 2^12 per
+    unit): ``(x * multiplier + 2^(right_shift - 1)) >> right_shift`` (no rounding term for a shift of 0), as their
+    Eval computes it (a power-of-two scale's multiplier 0 already replaced by its ``3 << shift``)."""
+
+    multiplier: int
+    right_shift: int
+
+
+INT16_SIGMOID_LARGEST_MULTIPLIER = 32767  # TFLM's bound (a DCHECK): x * multiplier then fits int32
+
+
+def int16_sigmoid_scaling(input_scale: np.float32, power_of_two_shifts: tuple[int, ...]
+                          ) -> Optional[Int16SigmoidScaling]:
+    """TFLM's CalculateArithmeticOpData (TANH) and CalculateArithmeticOpDataLogistic for an int16 input of
+    ``input_scale``: a power-of-two scale whose left shift 12 + log2(scale) is one of ``power_of_two_shifts``
+    (LOGISTIC (0,), TANH (0, 1)) is the multiplier 3 << shift; any other scale is ``scale * 3 * 4096`` in double,
+    doubled while at most 32767 / 2 (and the shift at most 30), then truncated. None where the multiplier
+    exceeds INT16_SIGMOID_LARGEST_MULTIPLIER (an input scale above 2.67, which TFLM does not check in release)."""
+    power, is_power_of_two = checked_log2(input_scale)
+    left_shift = 12 + power
+    if is_power_of_two and left_shift in power_of_two_shifts:
+        return Int16SigmoidScaling(3 << left_shift, 0)
+    multiplier, right_shift = float(np.float32(input_scale)) * 4096.0 * 3.0, 0
+    while multiplier <= 32767.0 / 2.0 and right_shift <= 30:
+        right_shift += 1
+        multiplier *= 2.0
+    if int(multiplier) > INT16_SIGMOID_LARGEST_MULTIPLIER:
+        return None
+    return Int16SigmoidScaling(int(multiplier), right_shift)
+
+
 @dataclass(frozen=True)
 class HardSwishParams:
     """TFLite int8 HARD_SWISH: int16 fixed-point multipliers (Q0.15) and exponents of the two rescales."""

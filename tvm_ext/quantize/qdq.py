@@ -12,9 +12,9 @@ Quantization (TFLite's post-training full-integer scheme):
 - every activation that leaves a layer (and each model input): per tensor, from its calibrated range
   (`ranges.ActivationQuant`): int8 asymmetric, or int16 symmetric, one type for the whole model (TFLite
   Micro's 16x8 kernels read and write int16 only); SOFTMAX outputs 1/256 and -128 (int8) or 1/32768 and 0
-  (int16), LOGISTIC 1/256 and -128, TANH 1/128 and 0 (int8) as TFLite requires; RESHAPE, TRANSPOSE
-  (permute_dims) and pooling run on the integer tensor and keep their input's quantization, as TFLite's
-  converter does;
+  (int16), LOGISTIC 1/256 and -128, TANH 1/128 and 0 (int8), both 2^-15 and 0 (int16) as TFLite requires;
+  RESHAPE, TRANSPOSE (permute_dims) and pooling run on the integer tensor and keep their input's quantization,
+  as TFLite's converter does;
 - a layer named in `float_layers` (mixed precision) keeps its float weights and arithmetic: its integer
   inputs are dequantized, its output quantized, so it runs as float kernels between the integer ones.
 The quantized main takes and returns integer tensors (the quantization of each is in `QuantizedGraph`).
@@ -30,6 +30,7 @@ import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
+from tvm_ext.kernels.quant_params import INT16_SIGMOID_OUTPUT_POWER
 from tvm_ext.layers import Layers, bindings_of, vars_read, with_layers
 from tvm_ext.transform.int8.logistic import LOGISTIC_OUTPUT, TANH_OUTPUT
 from tvm_ext.transform.int8.softmax import SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT
@@ -47,8 +48,10 @@ SOFTMAX = "relax.nn.softmax"
 FIXED_OUTPUT_QUANTS = {
     SOFTMAX: {"int8": ActivationQuant(SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT),
               "int16": ActivationQuant(np.float32(SOFTMAX_INT16_OUTPUT_SCALE), 0, "int16")},
-    "relax.sigmoid": {"int8": ActivationQuant(LOGISTIC_OUTPUT.scale, LOGISTIC_OUTPUT.zero_point)},
-    "relax.tanh": {"int8": ActivationQuant(TANH_OUTPUT.scale, TANH_OUTPUT.zero_point)},
+    "relax.sigmoid": {"int8": ActivationQuant(LOGISTIC_OUTPUT.scale, LOGISTIC_OUTPUT.zero_point),
+                      "int16": ActivationQuant(np.float32(2.0**INT16_SIGMOID_OUTPUT_POWER), 0, "int16")},
+    "relax.tanh": {"int8": ActivationQuant(TANH_OUTPUT.scale, TANH_OUTPUT.zero_point),
+                   "int16": ActivationQuant(np.float32(2.0**INT16_SIGMOID_OUTPUT_POWER), 0, "int16")},
 }
 _MAC = frozenset({"relax.nn.conv2d", "relax.matmul"})
 _ELEMENTWISE = frozenset({"relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.maximum",

@@ -1,7 +1,8 @@
 """16x8 (int16 activations of zero point 0) operators through the real pipeline (tvm_ext.compile, lowpower),
 bit-exact with TFLite Micro on random inputs over the whole int16 range: PAD, PADV2, STRIDED_SLICE, RESHAPE,
 LEAKY_RELU, ABS, RELU, RELU6, MEAN, SUM, TRANSPOSE_CONV, MAXIMUM, MINIMUM, QUANTIZE and the copies (TRANSPOSE, CONCATENATION,
-SQUEEZE, EXPAND_DIMS, SLICE, PACK, UNPACK, SPLIT, SPLIT_V); SUB is test_int16_ops.py's, beside ADD.
+SQUEEZE, EXPAND_DIMS, SLICE, PACK, UNPACK, SPLIT, SPLIT_V); LOGISTIC and TANH on every int16 input; SUB and MUL are
+test_int16_ops.py's, beside ADD.
 
 Each operator's model is its int8 test's (the same attribute variants: paddings of 1-D to 5-D tensors, negative
 strides, begin/end/shrink masks, every axis and keep_dims, SAME/VALID, strides, output padding, fused activations,
@@ -13,6 +14,7 @@ comparing or copying the stored values).
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -214,3 +216,27 @@ def test_every_int16_input_of_a_16x8_rescaling_activation_is_bit_exact_with_tfli
     roomy = dataclasses.replace(load_profile("lowpower"), sram_bytes=2 * 524_288)
     assert_bit_exact_with_tflite_micro(built.model(), tmp_path, inputs=[INT16_VALUES] * len(SEANET_RESCALES),
                                        target=roomy)
+
+
+# Input scales of the 16x8 LOGISTIC and TANH tests: 2^-12 (TFLM's power-of-two form, multiplier 3), 2^-11 (TANH's
+# power-of-two form with multiplier 6, LOGISTIC's general one), a general scale, a fine one (a shift of 16) and a
+# coarse one (every input beyond a few steps saturates).
+SIGMOID_INPUT_SCALES = (2.0**-12, 2.0**-11, 0.00041, 3e-6, 0.05)
+
+
+@pytest.mark.parametrize("builtin", ("LOGISTIC", "TANH"))
+def test_every_int16_input_of_a_16x8_logistic_and_tanh_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    """TFLM's int16 LOGISTIC and TANH (output scale 2^-15, the one they take) of all 65,536 int16 inputs at each
+    of SIGMOID_INPUT_SCALES: the interpolation, its saturation from index 255 on and the reflection of negative
+    inputs. The five calls are one kernel: their rescales are its operand, not immediates."""
+    built = ModelBuilder()
+    for index, scale in enumerate(SIGMOID_INPUT_SCALES):
+        data = built.add(Tensor(f"case{index}_in", INT16_VALUES.shape, "int16", _symmetric(scale)))
+        built.inputs.append(data)
+        built.outputs.append(built.op(builtin, (data,), Tensor(f"case{index}_out", INT16_VALUES.shape, "int16",
+                                                               _symmetric(2.0**-15))))
+    roomy = dataclasses.replace(load_profile("lowpower"), sram_bytes=4 * 524_288)
+    assert_bit_exact_with_tflite_micro(built.model(), tmp_path, inputs=[INT16_VALUES] * len(SIGMOID_INPUT_SCALES),
+                                       target=roomy)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert len(manifest["kernels"]) == 1 and len(manifest["calls"]) == len(SIGMOID_INPUT_SCALES), manifest["kernels"]

@@ -133,7 +133,7 @@ ADD_CASES = (
 
 
 def binary_model(builtin: str = "ADD", options_table: str = "AddOptions") -> Model:
-    """One 16x8 ``builtin`` (ADD, SUB) per case of ADD_CASES, with every fused activation."""
+    """One 16x8 ``builtin`` (ADD, SUB, MUL) per case of ADD_CASES, with every fused activation."""
     built = Builder16x8()
     for index, (lhs_shape, rhs_shape, lhs_scale, rhs_scale, out_scale) in enumerate(ADD_CASES):
         lhs = built.add(Tensor(f"case{index}_lhs", lhs_shape, "int16", _symmetric(lhs_scale)))
@@ -147,9 +147,25 @@ def binary_model(builtin: str = "ADD", options_table: str = "AddOptions") -> Mod
     return built.model()
 
 
-@pytest.mark.parametrize("builtin, options_table", [("ADD", "AddOptions"), ("SUB", "SubOptions")])
-def test_16x8_add_and_sub_are_bit_exact_with_tflite_micro(builtin, options_table, tmp_path):
-    assert_bit_exact_with_tflite_micro(binary_model(builtin, options_table), tmp_path)
+INT16_EDGES = np.array([-32768, 32767, 0, -1, 1, -32767, 16384, -16385, 181, -182], np.int16)
+"""int16 values at the edges of the range and of zero, and near sqrt(2^15) (products about one output step)."""
+
+
+def edge_inputs(model: Model) -> list[np.ndarray]:
+    """One array per graph input of ``model`` cycling through INT16_EDGES, each input's cycle started one further
+    on (pairs of operands meet at every combination of extremes: both -32768, whose product 2^30 is the
+    largest, opposite signs, zero)."""
+    return [np.resize(np.roll(INT16_EDGES, -position), model.tensors[index].shape)
+            for position, index in enumerate(model.inputs)]
+
+
+@pytest.mark.parametrize("builtin, options_table", [("ADD", "AddOptions"), ("SUB", "SubOptions"),
+                                                    ("MUL", "MulOptions")])
+def test_16x8_add_sub_and_mul_are_bit_exact_with_tflite_micro(builtin, options_table, tmp_path):
+    """Random inputs over the int16 range and its edges (``edge_inputs``); MUL's products of two int16 values
+    saturate the output in the cases of a fine output scale."""
+    model = binary_model(builtin, options_table)
+    assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=edge_inputs(model))
 
 
 @pytest.mark.parametrize("builtin", ["CONV_2D", "DEPTHWISE_CONV_2D"])
