@@ -210,8 +210,11 @@ def bundle_runner(out: Path, model: str, archive: Path | None = None
     the bundle's declared types and order) that returns its outputs, shaped and typed like `outputs_like`.
 
     `archive`: the bundle's own library (lib<model>.a), built position-independent (a CONFORMANCE_PROFILE bundle's),
-    linked as it is: the objects its self-test ran, not compiled again. Without it the bundle's C is compiled."""
-    library = out / f"{model}_conformance.so"
+    linked as it is: the objects its self-test ran, not compiled again. Without it the bundle's C is compiled.
+    Each call builds a library of a new file name: the dynamic loader returns an object already loaded under the
+    same path name, so a bundle compiled again into `out` would otherwise run the first build's code."""
+    with tempfile.NamedTemporaryFile(dir=out, prefix=f"{model}_conformance_", suffix=".so", delete=False) as made:
+        library = Path(made.name)
     if archive is not None:
         inputs = ["-Wl,--whole-archive", str(archive), "-Wl,--no-whole-archive"]
     else:

@@ -1,12 +1,14 @@
 """The bundle's saturating rounding of onnxruntime's requantizations (packager/templates/saturate_half_even.h.in)
 equals the float clamp then nearbyintf, ties to even, on tests/c/test_saturate_half_even.c's cases (quarters and
 their neighbours, int32's edges and beyond, the infinities, drawn values; int8, uint8 and int16 ranges): on the host
-(its float clamp and rounding of small values, strict warnings and sanitizers) and under QEMU on cortex-m4f (its
-VCVTR, QADD and SSAT / USAT)."""
+(its float clamp and rounding of small values, strict warnings and sanitizers) and under QEMU on cortex-m4f and
+cortex-m55 (their VCVTR, QADD and SSAT / USAT)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from c_checks import run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import REQUIRED_TOOLS as CORTEX_M_TOOLS
@@ -26,8 +28,9 @@ def test_the_saturating_rounding_equals_the_clamp_and_nearbyintf_on_the_host(tmp
     assert run.returncode == 0 and run.stdout.startswith("ok "), run.stdout + run.stderr
 
 
-def test_the_saturating_rounding_equals_the_clamp_and_nearbyintf_on_cortex_m4f(tmp_path):
+@pytest.mark.parametrize("profile", ["cortex-m4f", "cortex-m55"])  # the VCVTR path's FPv4 and FPv5 (MVE) cores
+def test_the_saturating_rounding_equals_the_clamp_and_nearbyintf_under_qemu(tmp_path, profile):
     require_tools(CORTEX_M_TOOLS)
-    result = run_c_program_under_qemu(tmp_path, "cortex-m4f", {"saturate_half_even.h": _header(),
+    result = run_c_program_under_qemu(tmp_path, profile, {"saturate_half_even.h": _header(),
                                                                "selftest.c": UNIT_TEST.read_text()}, strict=True)
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout
