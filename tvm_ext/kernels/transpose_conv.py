@@ -4,8 +4,10 @@
 TFLite Micro's reference kernel scatters: each input pixel adds ``(x - zero_point) * w`` to the int32
 accumulator of the output pixels its kernel window covers, output ``(iy * stride - pad_top + ky, ...)``.
 This kernel gathers the same terms per output pixel (integer sums do not depend on their order): output
-``oy`` reads input ``iy = (oy + pad_top - ky) / stride`` for every tap ``ky`` where the division is exact and
-``iy`` is inside the input. ``padding`` is (top, left, bottom, right) in elements, bottom/right negative
+``oy`` reads input ``iy = (oy + pad_top - ky) / stride`` for the taps ``ky`` where the division is exact, i.e.
+``ky = (oy + pad_top) % stride + stride * j`` (its phase's taps: ``ceil(kernel / stride)`` of them, ``iy =
+(oy + pad_top) // stride - j``), where ``ky`` is inside the kernel and ``iy`` inside the input: a stride-2 layer's
+loops visit a quarter of the taps a loop over the whole kernel would test. ``padding`` is (top, left, bottom, right) in elements, bottom/right negative
 for output rows/columns past the last input's reach; the output spatial size is
 ``(in - 1) * stride + kernel - top - bottom`` (TFLite's output_shape).
 """
@@ -37,16 +39,19 @@ def conv2d_transpose_int8(
     cout, kh, kw, cin = (int(d) for d in weight.shape)
     out_h = (in_h - 1) * strides[0] + kh - padding[0] - padding[2]
     out_w = (in_w - 1) * strides[1] + kw - padding[1] - padding[3]
-    ry, rx, rc = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx"), te.reduce_axis((0, cin), "rc")
+    # each output's phase taps: ceil(kernel / stride) per dimension
+    ry = te.reduce_axis((0, -(-kh // strides[0])), "ry")
+    rx = te.reduce_axis((0, -(-kw // strides[1])), "rx")
+    rc = te.reduce_axis((0, cin), "rc")
     accumulator = accumulator_dtype(data, stage)
 
     def tap(b, y, x, o):
-        ty, tx = y + padding[0] - ry, x + padding[1] - rx
-        iy, ix = tirx.floordiv(ty, strides[0]), tirx.floordiv(tx, strides[1])
-        reads = tirx.all(tirx.floormod(ty, strides[0]) == 0, tirx.floormod(tx, strides[1]) == 0,
-                         iy >= 0, iy < in_h, ix >= 0, ix < in_w)
+        ty, tx = y + padding[0], x + padding[1]
+        ky, kx = tirx.floormod(ty, strides[0]) + strides[0] * ry, tirx.floormod(tx, strides[1]) + strides[1] * rx
+        iy, ix = tirx.floordiv(ty, strides[0]) - ry, tirx.floordiv(tx, strides[1]) - rx
+        reads = tirx.all(ky < kh, kx < kw, iy >= 0, iy < in_h, ix >= 0, ix < in_w)
         product = ((data[b, iy, ix, rc].astype(accumulator) - input_zero_point)
-                   * weight[o, ry, rx, rc].astype(accumulator))
+                   * weight[o, ky, kx, rc].astype(accumulator))
         return tirx.if_then_else(reads, product, tirx.const(0, accumulator))
 
     acc = te.compute((batch, out_h, out_w, cout), lambda b, y, x, o: te.sum(tap(b, y, x, o), axis=[ry, rx, rc]),

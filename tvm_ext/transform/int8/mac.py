@@ -91,6 +91,10 @@ class MacKernel:
     # loops give the same count and window, so it is kept (cortex-m4f, a 3x3 window and a RELU6 one: the bundle is
     # byte for byte the same without the declaration).
     macs: Optional[int] = None
+    # The layer's MACs where its kernel's reduction guards every product, which `tvm_ext.plan.macs` does not count
+    # as a MAC (TRANSPOSE_CONV's gather of the taps that reach each output): declared on the kernel alone (None:
+    # read from its loops).
+    guarded_macs: Optional[int] = None
     # The kernel takes its weights as int16 (the same values), which a DSP core's helpers read without widening
     # them: an int8 DEPTHWISE_CONV_2D's (`_widens` in tvm_ext.transform.int8.conv), a 16x8 CONV_2D's or
     # FULLY_CONNECTED's (`widened_16x8`).
@@ -143,6 +147,8 @@ class MacKernel:
             window = [list(self.weight.shape[:2]), list(self.geometry.strides), list(self.geometry.dilation)]
             func_attrs = {**func_attrs, MACS_ATTR: self.macs,
                           WINDOW_ATTR: [[int(v) for v in column] for column in window]}
+        if self.guarded_macs is not None:
+            func_attrs = {**func_attrs, MACS_ATTR: self.guarded_macs}
         if self.weight_length is not None:  # [O, K] then zeros up to the length
             rows = weight.reshape(weight.shape[0], -1)
             weight_constant = relax.const(np.pad(rows, ((0, 0), (0, self.weight_length - rows.shape[1]))))

@@ -39,9 +39,11 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     extra_h, extra_w = (int(v) for v in attrs.output_padding)
     geometry = Conv2DGeometry(tuple(int(v) for v in attrs.strides), (top, left, bottom - extra_h, right - extra_w),
                               tuple(int(v) for v in attrs.dilation))
+    # TFLite's count: every input element times every tap of every output channel (the scatter's products)
+    macs = int(np.prod([int(d) for d in data.tensor.ty.shape])) * weight_ohwi.size // weight_ohwi.shape[3]
     return MacKernel("TRANSPOSE_CONV", conv, conv2d_transpose_int8, data.tensor, data.quant.zero_point,
                      weight_ohwi, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
-                     ctx.rounding, geometry, channel_axis=0)
+                     ctx.rounding, geometry, channel_axis=0, guarded_macs=macs)
 
 
 LOWERING = Lowering(frozenset({"TRANSPOSE_CONV"}), ends_float_operator, match)
