@@ -4,22 +4,15 @@
  * range with 0 (the helper's three forms where the core saturates: SSAT, USAT, the compares), every multiple of 1/4
  * in -400..400 and its float neighbours, the edges of int32 and beyond (to the infinities), and values drawn at every
  * exponent. Built by tests/packager/test_saturate_half_even_in_c.py on the host (strict warnings, sanitizers: the
- * float clamp's form) and under QEMU on cortex-m4f (VCVTR, QADD, SSAT). Prints "ok <count>" and exits 0, or names
+ * float clamp's form) and under QEMU on cortex-m4f and cortex-m55 (VCVTR, QADD, SSAT). Prints "ok <count>" and exits 0, or names
  * the first failures and exits 1. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "float_rounding_cases.h"
 #include "saturate_half_even.h"
-
-static uint32_t state = 2026u;
-
-static uint32_t draw_bits(void)
-{
-    state = state * 1664525u + 1013904223u;
-    return state;
-}
 
 static int32_t checks = 0, failures = 0;
 
@@ -51,30 +44,11 @@ static void check(float value)
 
 int main(void)
 {
-    for (int32_t quarter = -1600; quarter <= 1600; ++quarter) {
-        const float value = (float)quarter * 0.25f;
-        check(value);
-        check(nextafterf(value, 1e9f));
-        check(nextafterf(value, -1e9f));
-    }
     static const float edges[] = {32767.5f, 32768.5f, 40000.0f, 4194304.5f, 8388608.0f, 2147483520.0f,
                                   2147483648.0f, 4294967296.0f, 1e20f, FLT_MAX, INFINITY, 0.49999997f, 0.50000006f,
                                   1e-45f, 0.0f};
-    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; ++e) {
-        check(edges[e]);
-        check(-edges[e]);
-    }
-    for (int32_t k = 0; k < 20000; ++k) {
-        /* any finite float of magnitude 2^-30..2^40, either sign */
-        const int32_t exponent = (int32_t)(draw_bits() % 71u) - 30;
-        const float value = ldexpf(1.0f + (float)(draw_bits() & 0x7fffffu) / 8388608.0f, exponent - 1);
-        check(value);
-        check(-value);
-    }
-    if (failures != 0) {
-        printf("FAIL %ld of %ld\n", (long)failures, (long)checks);
-        return 1;
-    }
-    printf("ok %ld\n", (long)checks);
-    return 0;
+    /* any finite float of magnitude 2^-30..2^40, either sign */
+    const float_rounding_cases cases = {1600, edges, sizeof edges / sizeof edges[0], 20000, -30, 71u, INFINITY};
+    check_float_rounding_cases(&cases, check);
+    return float_rounding_verdict(checks, failures);
 }

@@ -16,6 +16,7 @@ from packager.fixed_point_c import SATURATE_HALF_EVEN, requantize_helpers_c
 from required_tools import require_tools
 
 UNIT_TEST = Path(__file__).resolve().parents[1] / "c" / "test_saturate_half_even.c"
+CASES = UNIT_TEST.with_name("float_rounding_cases.h")  # its values (beside it on the host; copied for QEMU)
 
 
 def _header() -> str:
@@ -31,6 +32,6 @@ def test_the_saturating_rounding_equals_the_clamp_and_nearbyintf_on_the_host(tmp
 @pytest.mark.parametrize("profile", ["cortex-m4f", "cortex-m55"])  # the VCVTR path's FPv4 and FPv5 (MVE) cores
 def test_the_saturating_rounding_equals_the_clamp_and_nearbyintf_under_qemu(tmp_path, profile):
     require_tools(CORTEX_M_TOOLS)
-    result = run_c_program_under_qemu(tmp_path, profile, {"saturate_half_even.h": _header(),
-                                                               "selftest.c": UNIT_TEST.read_text()}, strict=True)
+    files = {"saturate_half_even.h": _header(), CASES.name: CASES.read_text(), "selftest.c": UNIT_TEST.read_text()}
+    result = run_c_program_under_qemu(tmp_path, profile, files, strict=True)
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout
