@@ -114,8 +114,8 @@ def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype
 
 def sums_taps_unrolled(group_channels: int, pads: Sequence[int], kernel_hw: Sequence[int],
                        unrolled_taps: int) -> bool:
-    """Whether ``qlinear_conv2d`` sums a convolution's window as one expression of its taps: a depthwise one
-    (``group_channels`` 1) of no padding (the padded copy before it: ``tvm_ext.transform.qlinear_depthwise_padded``)
+    """Whether ``qlinear_conv2d`` sums a convolution's window as one expression of its taps: one of one input channel
+    per group (``group_channels`` 1: a depthwise one, or a convolution of a one-channel input) of no padding (the padded copy before it: ``tvm_ext.transform.qlinear_depthwise_padded``)
     and at most ``unrolled_taps`` taps (the backend's ``KernelSchedules.qlinear_unrolled_taps``). Each output's taps
     are then loads at constant offsets and multiply-accumulates, where a reduction's loops over the window's rows and
     columns cost a compare and a branch per tap and address arithmetic per row. Its kernel has no reduction, so it

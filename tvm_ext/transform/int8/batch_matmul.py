@@ -39,7 +39,8 @@ def _swaps_last_two_axes(permute: relax.Call) -> bool:
 
 
 def match(quantize: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:
-    """Per-tensor int8 operands and output; a permute only as the frontend writes adj_x/adj_y."""
+    """Per-tensor int8 operands and output, or int16 ones of zero point 0 (16x8: TFLite Micro's int16 kernel refuses
+    others); a permute only as the frontend writes adj_x/adj_y."""
     matched = extract(_RESULT.pattern, quantize, ctx)
     if matched is None:
         return float_operator_mismatch(quantize, ctx)
@@ -48,9 +49,12 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mism
     swaps = all(_swaps_last_two_axes(matched[side.adjoint]) for side, adj in zip((_LHS, _RHS), adjoints) if adj)
     if lhs is None or rhs is None or out is None or not swaps:
         return float_operator_mismatch(quantize, ctx)
+    dtypes = {str(side.tensor.ty.dtype) for side in (lhs, rhs)} | {str(quantize.ty.dtype)}
+    int8 = dtypes == {"int8"}
+    if not (int8 or dtypes == {"int16"} and {lhs.quant.zero_point, rhs.quant.zero_point, out.quant.zero_point} == {0}):
+        return float_operator_mismatch(quantize, ctx)
     multiplier, shift = fully_connected_multiplier(lhs.quant.scale, rhs.quant.scale, out.quant.scale, ctx.rounding)
     kernel, func_attrs = batch_matmul_int8, {}
-    int8 = all(side.tensor.ty.dtype == "int8" for side in (lhs, rhs))
     if int8 and ctx.int8_batch_matmul is not None and any(ctx.graph.constant(side.tensor) is None for side in (lhs, rhs)):
         # the backend's own kernel where it fits (not of two constants: that product would be folded on the host,
         # which cannot run a backend's helper calls), else the generic one; its TE extern stage shows no reduction
