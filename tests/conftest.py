@@ -336,10 +336,14 @@ def pytest_configure(config) -> None:
     (target.tvm_import_hook.leave_torch_out_of_tvm): otherwise each pytest-xdist worker imports torch while it
     collects the tests (the first test module importing TVM), some 2.7 CPU-seconds of the ~5 that TVM's import
     then takes (measured on the loaded 2-core machine). The few tests that use torch import it when they run
-    (tests/tvm_ext/frontend/pytorch_nets.py, torchvision_import.py)."""
+    (tests/tvm_ext/frontend/pytorch_nets.py, torchvision_import.py). Registers tests/cpu_seconds.py's plugin: each
+    test's CPU-seconds, and the terminal summary's costliest files and tests."""
     from target.tvm_import_hook import leave_torch_out_of_tvm
 
+    from cpu_seconds import CpuSeconds
+
     leave_torch_out_of_tvm()
+    config.pluginmanager.register(CpuSeconds(), "cpu_seconds")
 
 
 def pytest_addoption(parser) -> None:
