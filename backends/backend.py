@@ -130,6 +130,14 @@ class EmulatedRunner(Protocol):
         """Run the board program `elf` (built as `build` builds, from other sources) without measuring it;
         RuntimeError when QEMU itself fails or the run times out."""
 
+    def board_sources(self) -> tuple[str, ...]:
+        """The files, relative to OUT/, that every program for the board compiles alike whatever the model
+        (startup code, console, system calls, instruction counter, the profiling build's per-call report): their
+        objects may be kept across bundles (packager.board_objects)."""
+
+    def cross_compile_command(self, config: BuildConfig) -> tuple[str, ...]:
+        """The compiler and every flag the ELF build compiles each of its files with, for `config`."""
+
     def call_profile_output(self, out_dir: Path) -> Optional[str]:
         """What the profiling build printed (emulator.profile.read_call_profile reads an inference's counts from
         it: a bundle of several models has one part per model); None when the runner has no profiling build.

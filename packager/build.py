@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from backends.backend import EmulatedBuildError
 from emulator.profile import read_call_profile
+from packager.board_objects import board_objects_folder, keep_board_objects, restore_board_objects
 from packager.build_files import BuildConfig
 from packager.make_text import make_words
 from packager.selftest import reference_checksums
@@ -77,17 +78,21 @@ def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:
     """Build lib<model>.a with the target's compiler, and the self-test program where it will run; `jobs`
     compilers at once (the library is the same for any number: `ar` takes its objects in the Makefile's order).
 
-    The self-test runs on the emulated board when the profile has one, else on the host: built with the
+    The self-test runs on the emulated board when the profile has one (its board objects taken from, and left
+    in, the folder of packager.board_objects when the environment names one), else on the host: built with the
     target's compiler when that makes host programs, else with the host's `cc` and the profile's portable
     flags (`BuildConfig.on_host`: the C is checked on the host; the device's build is the library's).
     """
     if config.emulated:
         make(bundle_dir, "lib", library_variables(config), jobs=jobs)
         share_library_objects(bundle_dir, config.emulated.build_dir)
+        restore_board_objects(bundle_dir, config.emulated.build_dir, config.emulated.board_sources(),
+                              config.emulated.cross_compile_command(config), board_objects_folder())
         try:
             config.emulated.build(bundle_dir, jobs)
         except EmulatedBuildError as err:
             raise BuildError(str(err).splitlines()[-1]) from err
+        keep_emulated_board_objects(bundle_dir, config)
     elif config.runs_on_host:
         make(bundle_dir, "all", jobs=jobs)
     else:
@@ -96,6 +101,15 @@ def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:
         for host_object in [*bundle_dir.glob("*.o"), *bundle_dir.glob("lib*.a")]:
             host_object.unlink()
         make(bundle_dir, "lib", jobs=jobs)
+
+
+def keep_emulated_board_objects(bundle_dir: Path, config: BuildConfig) -> None:
+    """Keep the board objects the emulated build of `bundle_dir` compiled in the folder the environment names
+    (packager.board_objects: for the next bundle of the same profile); nothing without one."""
+    runner = config.emulated
+    if runner is not None:
+        keep_board_objects(bundle_dir, runner.build_dir, runner.board_sources(), runner.cross_compile_command(config),
+                           board_objects_folder())
 
 
 def library_variables(config: BuildConfig) -> dict[str, tuple[str, ...]]:
@@ -136,6 +150,7 @@ def selftest_bundle(bundle_dir: Path, bundle: BundleInputs) -> tuple[SelftestRes
         result = read_selftest(run.exit_status, run.ending, run.stdout, run.where, checksums, run.instructions)
         if result.passed:
             profiled = runner.call_profile_output(bundle_dir)
+            keep_emulated_board_objects(bundle_dir, bundle.config)
             result = replace(result, call_instructions=None if profiled is None else
                              read_call_profile(profiled).instructions)
         return result, run.measurements

@@ -7,6 +7,7 @@ files, the profiling build's run function); `emulator.selftest` builds, runs and
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -73,6 +74,12 @@ class CortexMRunner:
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         return selftest.emulated_run(run_qemu(elf, self.target.board, timeout_s), self.board_name)
+
+    def board_sources(self) -> tuple[str, ...]:
+        return (*support.BOARD_SOURCES, f"{support.SUPPORT_DIR}/{support.CALL_PROFILE_SOURCE}")
+
+    def cross_compile_command(self, config: BuildConfig) -> tuple[str, ...]:
+        return (os.environ.get(support.COMPILER_VARIABLE, config.cc), *support.cross_compile_flags(config))
 
     def call_profile_output(self, out_dir: Path) -> Optional[str]:
         return call_profile.profile_output(out_dir, self.target.board)

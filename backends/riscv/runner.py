@@ -8,10 +8,12 @@ self-test ELF's Makefile riscv/qemu-test.mk and run script, the profiling build'
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from backends.cortex_m.bundle_files.support import CALL_PROFILE_SOURCE
 from backends.riscv.bundle_files import support
 from emulator.boards import RiscvBoard
 from emulator.qemu import run_qemu
@@ -76,6 +78,12 @@ class RiscvRunner:
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         return selftest.emulated_run(run_qemu(elf, self.board, timeout_s), self.board_name)
+
+    def board_sources(self) -> tuple[str, ...]:
+        return (*support.BOARD_SOURCES, f"{support.SUPPORT_DIR}/{CALL_PROFILE_SOURCE}")
+
+    def cross_compile_command(self, config: BuildConfig) -> tuple[str, ...]:
+        return (os.environ.get(support.COMPILER_VARIABLE, config.cc), *support.cross_compile_flags(config))
 
     def call_profile_output(self, out_dir: Path) -> Optional[str]:
         return call_profile.profile_output(out_dir, self.board, makefile=support.QEMU_TEST_MAKEFILE,

@@ -77,6 +77,12 @@ BOARD_SOURCES = tuple(f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES)
 """Our C files every program for the board links (startup, UART0 output and system calls, the instruction
 counter), relative to OUT/."""
 
+CALL_PROFILE_SOURCE = "lp_call_profile.c"
+"""The per-call report's C file the profiling build links besides the board's, in the board's support folder."""
+
+COMPILER_VARIABLE = "CORTEX_M_CC"
+"""qemu-test.mk's variable of the cross compiler (the profile's unless the environment sets it)."""
+
 
 MODEL_CODE_SUFFIXES = ("_kernels", "_model")
 """`<name>_kernels.c` and `<name>_model.c` hold the bundle's code: its kernels and its run function."""
@@ -106,7 +112,7 @@ def profile_sources(name: str, support_dir: str = SUPPORT_DIR,
     (`board_sources` in `support_dir`: Cortex-M's unless given) and the per-call report's support files."""
     profiled = {f"{model}_model.c": profiled_model_source(model, support_dir) for model in members or (name,)}
     bundle = [profiled.get(source, source) for source in bundle_sources(name, members)]
-    return bundle + [*board_sources, f"{support_dir}/lp_call_profile.c"]
+    return bundle + [*board_sources, f"{support_dir}/{CALL_PROFILE_SOURCE}"]
 
 
 def model_code_stems(name: str, members: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -236,6 +242,12 @@ def selftest_link_flags(config: BuildConfig) -> tuple[str, ...]:
     return (*config.ldflags, *(flag for flag in LINK_FLAGS if flag not in config.ldflags))
 
 
+def cross_compile_flags(config: BuildConfig) -> tuple[str, ...]:
+    """Every flag qemu-test.mk compiles a C file of the self-test with: `selftest_compile_flags` and the include
+    folders (OUT/ and OUT/cortex_m/)."""
+    return (*selftest_compile_flags(config), "-I.", f"-I{SUPPORT_DIR}")
+
+
 def makefile_fragment(name: str, config: BuildConfig) -> str:
     """cortex_m/qemu-test.mk: targets `cortex-m-elf` (builds SELFTEST_ELF) and `qemu-test` (runs it)."""
     target = _emulated(config)
@@ -246,7 +258,7 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
         elf=SELFTEST_ELF,
         fault_range=_fault_range(),
         cc=make_words([config.cc]),
-        cflags=make_words((*selftest_compile_flags(config), "-I.", f"-I{SUPPORT_DIR}")),
+        cflags=make_words(cross_compile_flags(config)),
         ldflags=make_words((*selftest_link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld")),
         libs=" ".join(config.libs),
         sources=" ".join(bundle_sources(name, config.members) + list(BOARD_SOURCES)),

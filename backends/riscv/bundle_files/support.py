@@ -47,6 +47,9 @@ _SHARED_HEADERS = ("lp_console.h", "lp_icount.h")
 BOARD_SOURCES = tuple(f"{SUPPORT_DIR}/{source}" for source in _SOURCES)
 """Our files every program for the board links, relative to OUT/."""
 
+COMPILER_VARIABLE = "RISCV_CC"
+"""qemu-test.mk's variable of the cross compiler (the profile's unless the environment sets it)."""
+
 BUILD_DIR = "build-riscv"
 """Where `make -f riscv/qemu-test.mk riscv-elf` puts objects, `.su` files, selftest.map and the ELF, relative
 to OUT/."""
@@ -80,6 +83,12 @@ def selftest_link_flags(config: BuildConfig) -> tuple[str, ...]:
     return (*dict.fromkeys((*config.ldflags, *LINK_FLAGS)), "-T", f"{SUPPORT_DIR}/link.ld")
 
 
+def cross_compile_flags(config: BuildConfig) -> tuple[str, ...]:
+    """Every flag qemu-test.mk compiles a file of the self-test with: the library's, COMPILE_FLAGS and the include
+    folders (OUT/ and OUT/riscv/)."""
+    return (*config.compile_flags, *COMPILE_FLAGS, "-I.", f"-I{SUPPORT_DIR}")
+
+
 def makefile_fragment(target: str, board: RiscvBoard, name: str, config: BuildConfig) -> str:
     """riscv/qemu-test.mk for model `name` compiled for profile `target` as `config` says, run on `board`."""
     return Template(template_text(_TEMPLATES, "qemu-test.mk.in")).substitute(
@@ -90,7 +99,7 @@ def makefile_fragment(target: str, board: RiscvBoard, name: str, config: BuildCo
         trap_status=RISCV_TRAP_EXIT_CODE,
         cc=make_words([config.cc]),
         build_dir=BUILD_DIR,
-        cflags=make_words((*config.compile_flags, *COMPILE_FLAGS, "-I.", f"-I{SUPPORT_DIR}")),
+        cflags=make_words(cross_compile_flags(config)),
         ldflags=make_words(selftest_link_flags(config)),
         sources=" ".join(bundle_sources(name, config.members) + list(BOARD_SOURCES)),
         elf=SELFTEST_ELF,
