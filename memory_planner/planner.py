@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.inplace import merge_inplace
@@ -45,6 +47,10 @@ def _auto(blocks: Sequence[Buffer]) -> tuple[str, Placement]:
     return name, Placement(placement.offsets, searched.proved_minimal)
 
 
+PLANS_KEPT = 256
+"""How many plans `plan_memory` keeps, the most recently asked for (a plan is a few hundred bytes)."""
+
+
 def plan_memory(buffers: list[Buffer], strategy: str = AUTO) -> MemoryPlan:
     """Place every buffer in one arena with the named strategy ("auto": heuristics, then exact search).
 
@@ -52,7 +58,19 @@ def plan_memory(buffers: list[Buffer], strategy: str = AUTO) -> MemoryPlan:
     once. `optimal` is True only when proved: the arena equals that bound or the tighter one that counts
     alignment (`liveness.aligned_lower_bound`), or the exact search ran to its end on buffers where no
     in-place chain was merged (merging is a choice the search does not undo).
+
+    The plan of the same buffers (equal in every field, in the same order) and strategy is computed once per
+    process (the last PLANS_KEPT): every strategy is deterministic (the exact search's budget counts work, not
+    seconds), a compile plans the trial it takes again, and the same model's compiles for several profiles
+    often plan the same buffers. Each call returns its own copy of the offsets.
     """
+    plan = _planned(tuple(buffers), strategy)
+    return replace(plan, offsets=dict(plan.offsets))
+
+
+@functools.lru_cache(maxsize=PLANS_KEPT)
+def _planned(buffers: tuple[Buffer, ...], strategy: str) -> MemoryPlan:
+    """`plan_memory`'s plan, computed (the caller copies its offsets)."""
     _validate(buffers)
     if strategy != AUTO and strategy not in STRATEGIES:
         raise ValueError(f"unknown memory planning strategy {strategy!r}; choose from {[AUTO, *STRATEGIES]}")
