@@ -375,12 +375,23 @@ def pytest_addoption(parser) -> None:
 def pytest_collection_modifyitems(config, items) -> None:
     """Without --backend-suite, the tests marked backend_suite are deselected (reported as such, never skipped):
     the whole backend suite takes some 950 CPU-seconds, beyond CI's budget of the test suite (its CI share, 124 of
-    its 168 pairs: tests/backends/test_backends_match_generic_c.in_ci_share)."""
-    if config.getoption("--backend-suite"):
-        return
-    kept, deselected = [], []
-    for item in items:
-        (kept if item.get_closest_marker("backend_suite") is None else deselected).append(item)
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
+    its 168 pairs: tests/backends/test_backends_match_generic_c.in_ci_share). Under pytest-xdist the modules
+    holding a slow test run first (`slow_modules_first`)."""
+    if not config.getoption("--backend-suite"):
+        kept, deselected = [], []
+        for item in items:
+            (kept if item.get_closest_marker("backend_suite") is None else deselected).append(item)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
+    if getattr(config.option, "dist", "no") != "no":
+        items[:] = slow_modules_first(items)
+
+
+def slow_modules_first(items: list) -> list:
+    """`items` with the modules that hold a test marked slow first, each module's tests together and in their
+    order, the modules otherwise in theirs. pytest-xdist's workers start on halves of this order and an idle one
+    takes half of another's tests still waiting, never a running test: the long tests then run while the short
+    ones still wait, not last, where a worker would finish alone (every worker collects the same order)."""
+    slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None}
+    return sorted(items, key=lambda item: item.nodeid.split("::")[0] not in slow_modules)
