@@ -10,17 +10,21 @@ it). Without the variable nothing changes. The test suite sets it for its sessio
 
 An object's key (`object_key`) is every input of its compile: the compiler's command (the compiler, resolved to
 its file, that file's size and time, and every flag), the source's text, the text of each header of the
-runner's support folder (where its quoted includes are found) and the names of the headers in the bundle's
-folder (found first for the system headers' `<...>` includes, by `-I.`). A kept object is copied, never linked:
+runner's support folder (where its quoted includes are found) and the files of its `-I` folders (the bundle's,
+the support folder) named as a system header (`system_headers`), which `#include <...>` would find first. The
+bundle's own headers (`<model>.h`) are not inputs: the board sources include none, so every model's bundle on a
+profile takes the same objects. A kept object is copied, never linked:
 make's rules write the bundle's objects in place, and its copy is newer than its source, so make takes it as
 up to date. Workers of a test session share the folder: an entry is written to a temporary folder and renamed.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Iterable
@@ -48,6 +52,27 @@ def compiler_identity(command: tuple[str, ...]) -> tuple[str, ...]:
     return (str(Path(found).resolve()), str(status.st_size), str(status.st_mtime_ns), *command[1:])
 
 
+@functools.lru_cache(maxsize=16)
+def system_headers(command: tuple[str, ...]) -> frozenset[str]:
+    """Every header (.h) of the `<...>` include folders of `command`'s compiler with those flags (gcc's own, the C
+    library's), as the name an `#include <...>` gives it (relative to its folder): a file of that name in a
+    folder of `-I` is found first. Only headers: the folders hold other files too (a README.md), which a bundle
+    has as well and a C file never includes."""
+    try:
+        listing = subprocess.run([*command, "-xc", "-E", "-Wp,-v", "-"], input="", capture_output=True, text=True,
+                                 check=False).stderr.splitlines()
+    except OSError:  # no such compiler: the build fails and keeps nothing
+        return frozenset()
+    starts = [index for index, line in enumerate(listing) if line.startswith("#include <...> search starts")]
+    names: set[str] = set()
+    for line in listing[starts[0] + 1:] if starts else []:
+        if not line.startswith(" "):
+            break
+        folder = Path(line.strip())
+        names.update(path.relative_to(folder).as_posix() for path in folder.rglob("*.h") if path.is_file())
+    return frozenset(names)
+
+
 def object_key(bundle_dir: Path, source: str, command: tuple[str, ...]) -> str:
     """The key of the object of OUT/`source` compiled by `command` (the compiler and its flags) in the bundle's
     folder `bundle_dir`: a hex digest of every input of the compile (see the module's docstring)."""
@@ -57,7 +82,12 @@ def object_key(bundle_dir: Path, source: str, command: tuple[str, ...]) -> str:
     parts += [b"source", source.encode(), source_path.read_bytes()]
     for header in sorted(source_path.parent.glob("*.h")):
         parts += [b"header", header.name.encode(), header.read_bytes()]
-    parts += [b"bundle headers", *(header.name.encode() for header in sorted(bundle_dir.glob("*.h")))]
+    include_folders = [flag.removeprefix("-I") for flag in command if flag.startswith("-I") and flag != "-I"]
+    system = system_headers(command)
+    shadowing = sorted(f"{folder}/{path.relative_to(bundle_dir / folder).as_posix()}" for folder in include_folders
+                       for path in (bundle_dir / folder).rglob("*.h")
+                       if path.relative_to(bundle_dir / folder).as_posix() in system and path.is_file())
+    parts += [b"shadowing", *(name.encode() for name in shadowing)]
     return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 

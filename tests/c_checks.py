@@ -19,6 +19,7 @@ from backends.riscv.bundle_files.support import link_flags
 from conftest import profile_build_config
 from emulator.boards import RISCV_BOARDS
 from emulator.qemu import QemuResult, run_qemu
+from packager.board_objects import board_objects_folder, keep_board_objects, restore_board_objects
 from target import load_profile
 
 SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover=all"
@@ -80,7 +81,8 @@ def run_c_program_under_qemu(folder: Path, profile: str, files: Mapping[str, str
     it on QEMU in the bundles' sandbox (`emulator.qemu.run_qemu`: no host capability). The build must succeed;
     with `strict`, selftest.c (only: not the board's support files) is compiled under the strict warnings too
     (STRICT_WARNINGS, -Werror: `build_for_cortex_m`'s check, on the same compile: the board build's flags are the
-    profile's flags, -Wall and -Wextra, plus -fstack-usage, -DLP_ICOUNT and its include folders)."""
+    profile's flags, -Wall and -Wextra, plus -fstack-usage, -DLP_ICOUNT and its include folders). The board's
+    objects are the session's where it has them (conftest.board_objects_once_per_session)."""
     strict_program = f"$(CORTEX_M_BUILD)/selftest.o: CORTEX_M_CFLAGS += {STRICT_WARNINGS}\n" if strict else ""
     empty = {"rq_kernels.c": "typedef int rq_kernels_empty;\n", "rq_model.c": "typedef int rq_model_empty;\n",
              "rq_weights.c": "typedef int rq_weights_empty;\n",
@@ -89,8 +91,12 @@ def run_c_program_under_qemu(folder: Path, profile: str, files: Mapping[str, str
         (folder / name).write_text(text)
     config = profile_build_config(profile)
     write_cortex_m_support(folder, "rq", config)
+    runner = config.emulated
+    board = (runner.build_dir, runner.board_sources(), runner.cross_compile_command(config), board_objects_folder())
+    restore_board_objects(folder, *board)  # the session's, as a bundle's build takes them (packager.board_objects)
     built = subprocess.run(["make", "-s", "-C", str(folder), "cortex-m-elf"], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
+    keep_board_objects(folder, *board)
     return run_qemu(folder / SELFTEST_ELF, config.emulated.target.board, timeout_s)
 
 

@@ -46,19 +46,28 @@ def test_an_object_is_kept_and_restored_with_its_stack_usage_and_dependency_file
         assert not os.path.samefile(restored, first / BUILD_DIR / "board" / f"startup{suffix}")
 
 
-@pytest.mark.parametrize("change", ["flag", "compiler", "source", "header", "bundle header"])
+@pytest.mark.parametrize("change", ["flag", "compiler", "source", "header", "shadowing header"])
 def test_an_object_compiled_from_other_inputs_is_not_taken(tmp_path: Path, change: str) -> None:
     first, kept = _bundle(tmp_path / "a"), tmp_path / "kept"
     _built(first, b"\x7fELF object")
     keep_board_objects(first, BUILD_DIR, [SOURCE], COMMAND, kept)
     other = _bundle(tmp_path / "b", "int begin;\n" if change == "source" else "int start;\n",
                     "#define BOARD 2\n" if change == "header" else "#define BOARD 1\n")
-    if change == "bundle header":  # found before the system headers by -I.
-        (other / "stdint.h").write_text("")
+    if change == "shadowing header":  # found before the C library's by -Iboard
+        (other / "board" / "stdint.h").write_text("")
     command = {"flag": ("cc", "-O3", "-Iboard"), "compiler": ("gcc-other", "-O2", "-Iboard")}.get(change, COMMAND)
     assert object_key(other, SOURCE, command) != object_key(first, SOURCE, COMMAND)
     assert restore_board_objects(other, BUILD_DIR, [SOURCE], command, kept) == []
     assert not (other / BUILD_DIR).exists()
+
+
+def test_the_bundles_own_headers_are_no_input(tmp_path: Path) -> None:
+    """Every model's bundle on a profile takes the same board objects: its headers (<model>.h) are named as no
+    system header, which alone a board source's `#include <...>` could find in the bundle's folder."""
+    first, other = _bundle(tmp_path / "a"), _bundle(tmp_path / "b")
+    (other / "kws_ref_model.h").write_text("#define KWS 1\n")
+    (other / "kws_ref_model_internal.h").write_text("")
+    assert object_key(other, SOURCE, COMMAND) == object_key(first, SOURCE, COMMAND)
 
 
 def test_without_a_folder_nothing_is_kept_nor_restored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,3 +93,13 @@ def test_the_sessions_compiles_keep_each_board_object_they_built(compiled, profi
         kept = folder / object_key(bundle.out_dir, source, command) / "object.o"
         built = cross_build / Path(source).with_suffix(".o")
         assert kept.read_bytes() == built.read_bytes(), source
+
+
+def test_two_models_bundles_on_a_profile_take_the_same_board_objects(compiled) -> None:
+    config = profile_build_config("cortex-m4f")
+    runner = config.emulated
+    hello, speech = (compiled(f"tflm/{model}.tflite", "cortex-m4f")
+                     for model in ("hello_world_int8", "micro_speech_quantized"))
+    for source in runner.board_sources():
+        assert (object_key(hello.out_dir, source, runner.cross_compile_command(config))
+                == object_key(speech.out_dir, source, runner.cross_compile_command(config))), source
