@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from backends.cortex_m.bundle_files.support import CALL_PROFILE_SOURCE
+from backends.cortex_m.bundle_files.support import CALL_PROFILE_SOURCE, profiled_model_source
 from backends.riscv.bundle_files import support
 from emulator.boards import RiscvBoard
 from emulator.qemu import run_qemu
@@ -65,7 +65,7 @@ class RiscvRunner:
         return None
 
     def profiled_model_source(self, model: str) -> Optional[str]:
-        return support.profiled_model_source(model, support.SUPPORT_DIR)
+        return profiled_model_source(model, support.SUPPORT_DIR)
 
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
         selftest.make_cross(out_dir, ELF_GOAL, jobs, support.QEMU_TEST_MAKEFILE)

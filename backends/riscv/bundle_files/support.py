@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING
 
 from backends.cortex_m.bundle_files.support import (COMPILE_FLAGS, DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX,
                                                     board_run_script, bundle_sources, icount_text,
-                                                    profile_sources, profiled_model_source,
-                                                    ticks_per_instruction)
+                                                    profile_sources, ticks_per_instruction)
 from emulator.boards import EXIT_MARKER, ICOUNT_SHIFT, RISCV_TRAP_EXIT_CODE, RiscvBoard
 from packager.c_text import c_string
 from packager.files import replace_file
