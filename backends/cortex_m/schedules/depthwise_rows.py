@@ -78,13 +78,11 @@ TILES_PER_OUTPUT = 7.65
 """The four-channel tiles' instructions, per tap of an output and per output besides (cortex-m4f:
 mobilenet_v2_050_64_int8's 3x3 layers, 3.6 per MAC, about the least measured (3.7-4.1 stepping one column, 3.6-4.5
 stepping two); efficientnet_lite_w030_112_int8's 5x5 layers 3.0-3.4 per MAC, 75-85 an output)."""
-ROWS_PER_MAC = 2.03
+ROWS_PER_MAC = 2.15
 """The 3x3 channel rows' instructions per MAC in their outputs' loop stepping one column: per two outputs 3 LDRD of
-inputs, 3 of weights, 12 MACs, two requantizations (SMMULR, ASR, SUB, SSAT, STRB: the sums come doubled, so no LSL)
-and the loop's (cortex-m4f, 36-37 instructions; the terms below fitted to mobilenet_v2_050_64_int8's 3x3 layers on
-32x32x16 and 16x16x96 with an LSL an output more, 2.15, then measured one instruction an output fewer: vww_96_int8's
-48x48x8 layer 450,164 -> 430,294)."""
-ROWS_STEP_PER_MAC = 2.5
+inputs, 3 of weights, 12 MACs, two requantizations (LSL, SMMULR, ASR, SUB, SSAT, STRB) and the loop's (cortex-m4f,
+38-39 instructions; the terms below fitted to mobilenet_v2_050_64_int8's 3x3 layers on 32x32x16 and 16x16x96)."""
+ROWS_STEP_PER_MAC = 2.6
 """... stepping more columns (per output and window row an LDR, SMLAD, LDRSH and SMLABB: estimated)."""
 ANY_QUAD_WORD = 5.0
 ANY_QUAD_ROW = 2.0
