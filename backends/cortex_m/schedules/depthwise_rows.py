@@ -86,15 +86,16 @@ ROWS_STEP_PER_MAC = 2.6
 """... stepping more columns (per output and window row an LDR, SMLAD, LDRSH and SMLABB: estimated)."""
 ANY_QUAD_WORD = 5.0
 ANY_QUAD_ROW = 2.0
-ANY_QUAD = 79.0
+ANY_QUAD = 74.0
 """Any window's rows stepping one column, per four adjacent outputs (a quad): per window row and word pair (two
 taps) an LDR of the inputs, an LDRD of the weights and four SMLAD; per window row its pointer and the first pair's
 LDR; per quad four requantizations, the sums started and the registers the loop spills (cortex-m4f, fitted with
 ANY_ROW and ANY_CHANNEL to efficientnet_lite_w030_112_int8's 5x5 layers on 14x14x96, 7x7x144 and 4x4x336: 164
-instructions a quad of a 5x5 window, 1.6 per MAC)."""
+instructions a quad of a 5x5 window, 1.6 per MAC; since the doubled sums, 5 fewer a quad: 14x14x96 1,170,346 ->
+1,143,467)."""
 ANY_SINGLE_WORD = 4.0
 ANY_SINGLE_ROW = 3.0
-ANY_SINGLE = 15.0
+ANY_SINGLE = 14.0
 """... one output at a time (stepping more columns, or an output row of fewer than four): per window row and word
 pair an LDR of the inputs, one of the weights, an SMLAD and the loop's; per window row its pointer and the loop's;
 per output one requantization and the loop's (efficientnet_lite_w030_112_int8's 5x5 layer at stride 2 on 14x14x48:
