@@ -1,9 +1,10 @@
 """Flash and RAM bytes of a self-test ELF (binutils' size) and the stack peak of one call (-fstack-usage).
 
 Sections come from our linker scripts (the backends' templates/link.ld.in), so their names are a closed set:
-`.weights` holds the constants of every `*_weights.c` (flash), `.data` (and RISC-V's thread-local `.tdata`)
-is initialised RAM (its image also takes flash), `.bss` (and `.tbss`) is zeroed RAM (the arena is in it),
-and the rest of the allocated sections is code and other read-only data in flash. The binutils are those of
+`.weights` holds the constants of every `*_weights.c` (flash), `.cases` the self-test's read-only data (its
+embedded cases, beside the weights; counted as code, as when they were in `.text`), `.data` (and RISC-V's
+thread-local `.tdata`) is initialised RAM (its image also takes flash), `.bss` (and `.tbss`) is zeroed RAM (the
+arena is in it), and the rest of the allocated sections is code and other read-only data in flash. The binutils are those of
 the ELF's instruction set (`emulator.stack.CodeReading`: Arm's unless given).
 
 The bundle's own code (its kernels and run function, without libc, libm, libgcc and the self-test harness)
@@ -32,6 +33,7 @@ SECTION_KINDS: dict[str, str] = {
     ".init_array": "code",
     ".fini_array": "code",
     ".weights": "weights",
+    ".cases": "code",
     ".data": "data",
     ".bss": "bss",
     ".rodata": "code",

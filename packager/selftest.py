@@ -61,8 +61,9 @@ types' extremes)."""
 
 CASES_BUDGET_BYTES = 1 << 20
 """The most bytes of inputs and expected outputs the self-test embeds over all its cases (at least one case,
-whose I/O the model check limits to MAX_IO_BYTES): selftest.c's size, and the emulated board's flash beside
-the profile's (at most 1 MiB of weights and code on the boards' 4 MiB)."""
+whose I/O the model check limits to MAX_IO_BYTES): selftest.c's size, and the emulated board's read-only memory
+beside the profile's (the cases sit in the weights' region, `.cases` of the Cortex-M link.ld: the boards' 4 MiB of
+flash, mps3-an547's 8 MiB beside its 512 KiB boot memory)."""
 
 CASES_BUDGET_MACS = 100_000_000
 """The most multiply-accumulates of all cases' runs together on a device or an emulated board (at least one

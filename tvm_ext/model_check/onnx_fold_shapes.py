@@ -7,7 +7,8 @@ no shape at all, which TVM's importer leaves a Pad with dynamic pads (refused). 
 shape in a model we compile is static (the model check makes sure of it), so these values are constants; but
 TVM's importer folds only some of them, and a Slice whose ends it did not fold gets a tensor without a static
 shape, which the passes after it cannot handle. This rewrite evaluates every such node once, in graph order:
-a Shape (or Size) of a tensor whose shape ONNX's shape inference knows, and an operator of ``FOLDED`` whose
+a Shape (or Size) of a tensor whose shape ONNX's shape inference knows or of a constant (tf2onnx writes Shape of
+an initializer -> Gather -> ReduceProd -> Concat for a Reshape's shape), and an operator of ``FOLDED`` whose
 inputs are all constants (initializers, Constant nodes, or values folded before), whose result is small
 (``LARGEST_FOLDED`` elements at most: shapes, indices, scales; never weights) and whose node writes no graph
 output. Each folded value becomes an initializer under its tensor's name, computed by ONNX's reference
@@ -97,7 +98,19 @@ def _too_large(node: onnx.NodeProto, values: list[np.ndarray | None]) -> bool:
 
 
 def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model`` with its shape arithmetic computed (a copy; ``model`` itself when nothing folds)."""
+    """``model`` with its shape arithmetic computed (a copy; ``model`` itself when nothing folds), round after round:
+    a size folded into a Reshape's shape gives its output a static shape, whose Shape the next round folds (tf2onnx's
+    attention writes Reshape -> Transpose -> Shape -> Gather -> ReduceProd -> Concat -> Reshape, head after head)."""
+    while True:
+        folded = _fold_once(model)
+        if folded is model:
+            return model
+        model = folded
+
+
+def _fold_once(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with the shape arithmetic its static shapes compute now folded (a copy; ``model`` itself when
+    nothing folds)."""
     graph = model.graph
     known: dict[str, np.ndarray] = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
     shapes = static_shapes(model)
@@ -112,6 +125,8 @@ def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
             continue
         if node.op_type in ("Shape", "Size") and node.input[0] in shapes:
             results = [_shape_of(node, shapes[node.input[0]])]
+        elif node.op_type in ("Shape", "Size") and node.input[0] in known:  # of a constant: its array's shape
+            results = [_shape_of(node, tuple(known[node.input[0]].shape))]
         elif node.op_type in FOLDED and all(not name or name in known for name in node.input):
             values = [known.get(name) for name in node.input]
             if _too_large(node, values):

@@ -372,7 +372,10 @@ def _emit_converted(builder: relax.BlockBuilder, run: Sequence[relax.Binding], l
                 inner[binding.var] = lifted.emit(_substitute(binding.value, inner), name_hint=binding.var.name)
             outputs = [lifted.emit_output(inner[v]) for v in exits]
         lifted.emit_func_output(relax.Tuple(outputs))
-    desired = {"relax.nn.conv2d": [layout, KERNEL_LAYOUT[layout]]}
+    # a conv2d_transpose stays channels-first (NCHW data, IOHW weights: the layout TVM legalizes; ConvertLayout
+    # made it follow its input into NHWC, which no legalization takes), with a permute_dims on each side
+    desired = {"relax.nn.conv2d": [layout, KERNEL_LAYOUT[layout]],
+               "relax.nn.conv2d_transpose": ["NCHW", "IOHW"]}
     function = relax.transform.ConvertLayout(desired)(lifted.get())["main"]
     inner_mapped = {param: mapped.get(entry, entry) for param, entry in zip(function.params, entries)}
     for binding in bindings_of(function):

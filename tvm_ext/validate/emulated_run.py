@@ -6,7 +6,8 @@ takes the place of selftest.c (the one source `cortex_m/qemu-test.mk` links besi
 support), holding each sample's inputs as bytes, running the bundle on each in turn and printing each output's
 bytes in hexadecimal on a line `v <sample> <output> <hex>`. The driver is written from the bundle's header
 macros and bytes only: no name from the model reaches C. Samples whose bytes pass MAX_EMBEDDED_BYTES are left
-out (the emulated boards have 4 MiB of code memory).
+out (they sit in the weights' region, as the self-test's cases do: the boards' 4 MiB of flash, mps3-an547's 8 MiB
+beside its 512 KiB boot memory).
 """
 
 from __future__ import annotations

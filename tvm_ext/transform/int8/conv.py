@@ -25,7 +25,8 @@ _OPERATORS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
 
 
 def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismatch]:
-    """NHWC conv2d with an HWIO kernel (groups 1) or a depthwise HWOI kernel (groups = input channels)."""
+    """NHWC conv2d with an HWIO kernel (groups 1, or several: `block_diagonal`) or a depthwise HWOI kernel (groups =
+    input channels)."""
     operands = _PATTERN.read(quantize, ctx)
     if operands is None:
         return float_operator_mismatch(quantize, ctx)
@@ -35,8 +36,14 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         return float_operator_mismatch(quantize, ctx)
     if attrs.data_layout != "NHWC" or attrs.out_layout != "NHWC":
         return float_operator_mismatch(quantize, ctx)
-    groups = int(attrs.groups)
-    if groups == 1 and attrs.kernel_layout == "HWIO":
+    groups, channels_in = int(attrs.groups), int(conv.args[0].ty.shape[3])
+    grouped = groups > 1 and attrs.kernel_layout == "HWIO" and channels_in == weight.shape[2] * groups
+    if grouped:
+        # a grouped CONV_2D (a filter of input depth = input channels / groups, which TFLite Micro runs): the
+        # convolution of one group over every input channel, each output channel's weights zero for the input
+        # channels of the other groups (zero weights add nothing to a sum, nor to the folded zero point's)
+        weight = block_diagonal(weight, groups)
+    if (groups == 1 or grouped) and attrs.kernel_layout == "HWIO":
         # The kernel reads OHWI: each output channel's reduction reads its weights contiguously. A
         # DEPTHWISE_CONV_2D of one input channel is imported as this convolution: it keeps its own name.
         kind = recorded_operator(conv, ctx, _OPERATORS, "CONV_2D")
@@ -66,6 +73,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         # which are also the generic kernel's where the backend's declines (MacKernel.macs)
         kernel = first_fitting(ctx.few_channel_conv, conv2d_int8)
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
+    if grouped:  # the layer's MACs, not the zero weights' (each output sums its own group's window)
+        macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3])) // groups
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
     tiled = padded is not None and kernel is conv2d_int8 and _tiles(ctx, conv, padded, weight, data.tensor)
@@ -84,6 +93,19 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     if depthwise:
         return replace(mac, widened_weights=True) if _widens(ctx, mac, data.tensor, conv) else mac
     return widened_16x8(mac, ctx) if kernel is conv2d_int8 else mac
+
+
+def block_diagonal(weight: np.ndarray, groups: int) -> np.ndarray:
+    """A grouped convolution's HWIO ``weight`` (KH, KW, I / groups, O) as one group's (KH, KW, I, O): output channel
+    o of group g = o // (O / groups) reads input channels g * I / groups ... (g + 1) * I / groups - 1 (TFLite's
+    grouped CONV_2D), its weights zero for every other input channel."""
+    kh, kw, depth, channels = weight.shape
+    full = np.zeros((kh, kw, depth * groups, channels), weight.dtype)
+    per_group = channels // groups
+    for group in range(groups):
+        outputs = slice(group * per_group, (group + 1) * per_group)
+        full[:, :, group * depth:(group + 1) * depth, outputs] = weight[:, :, :, outputs]
+    return full
 
 
 def _widens(ctx: LoweringContext, mac: MacKernel, data: relax.Expr, conv: relax.Call) -> bool:

@@ -4,8 +4,8 @@ One model per operator (tests/tflite_builder.py) holds several independent insta
 graph input and output: every fused activation (NONE, RELU, RELU6, RELU_N1_TO_1), SAME and VALID padding,
 stride 2 on odd sizes and unequal strides, dilation > 1 with SAME and VALID (also with a stride), one input
 channel, one output channel, one pixel, batch 2, SAME padding with input zero points -128 and 127,
-per-channel and per-tensor weights, a CONV_2D without a bias (a DEPTHWISE_CONV_2D without one is refused:
-TFLite Micro crashes on it); depth multipliers 1, 2 and 4;
+per-channel and per-tensor weights, grouped CONV_2D, a CONV_2D without a bias (a DEPTHWISE_CONV_2D without one is
+refused: TFLite Micro crashes on it); depth multipliers 1, 2 and 4;
 FULLY_CONNECTED with keep_num_dims both ways on 3-D and 4-D inputs, without a bias, per-channel weights.
 Compiled through tvm_ext.compile (lowpower): the bundle's self-test must report every output bit-identical
 and its C must equal TFLite Micro exactly on random inputs (tests/tvm_ext/transform/int8/test_int8_elementwise_ops.py's check).
@@ -35,7 +35,7 @@ _RNG = np.random.default_rng(1515)
 class ConvCase:
     """One convolution: input NHWC, kernel (KH, KW), output channels of a CONV_2D (the depth multiplier of a
     DEPTHWISE_CONV_2D), strides, dilation, padding, fused activation, weights per channel or per tensor, bias,
-    output quantization (scale, zero point), input quantization."""
+    output quantization (scale, zero point), input quantization, groups of a CONV_2D."""
 
     input_shape: tuple[int, int, int, int]
     kernel_hw: tuple[int, int]
@@ -48,6 +48,7 @@ class ConvCase:
     bias: bool = True
     output: Quantization = Quantization((0.15,), (5,))
     input: Quantization = INPUT
+    groups: int = 1  # CONV_2D only: the filter's input depth is the input's channels / groups
 
 
 CONV_CASES = (
@@ -64,6 +65,17 @@ CONV_CASES = (
     ConvCase((1, 5, 5, 3), (5, 5), 2, padding=Padding.VALID, activation=Act.RELU_N1_TO_1, per_channel=False,
              output=Quantization((0.008,), (-1,))),  # the kernel covers the whole input
     ConvCase((1, 5, 4, 2), (3, 3), 3, strides=(2, 2), input=Quantization((0.02,), (-128,))),  # SAME pads with -128
+)
+
+# Grouped CONV_2D (Keras' Conv2D(groups=G), which the converter keeps a CONV_2D whose filter reads input channels /
+# G; TFLite Micro runs it, each output channel o reading group o // (O / G)'s input channels): 2 groups with SAME
+# padding and a nonzero input zero point, 3 groups of one input channel each, 4 groups strided and dilated VALID,
+# per-tensor weights without a bias.
+GROUPED_CASES = (
+    ConvCase((1, 7, 6, 4), (3, 3), 6, groups=2, activation=Act.RELU, input=Quantization((0.02,), (-128,))),
+    ConvCase((1, 5, 5, 3), (3, 3), 6, strides=(2, 2), groups=3),
+    ConvCase((1, 9, 8, 8), (2, 3), 4, strides=(2, 1), dilation=(2, 2), padding=Padding.VALID, groups=4,
+             per_channel=False, bias=False, output=Quantization((0.05,), (-20,))),
 )
 
 DEPTHWISE_CASES = (
@@ -113,9 +125,9 @@ def convolution_model(builtin: str, cases: tuple[ConvCase, ...]) -> Model:
         out_c = c * case.channels if depthwise else case.channels
         inputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_in", case.input_shape, "int8", case.input))
-        weight, bias = weights_and_bias(tensors, f"case{index}", (1, kh, kw, out_c) if depthwise else
-                                         (out_c, kh, kw, c), out_c, 3 if depthwise else 0, case.per_channel,
-                                         case.bias, case.input.scales[0])
+        shape = (1, kh, kw, out_c) if depthwise else (out_c, kh, kw, c // case.groups)
+        weight, bias = weights_and_bias(tensors, f"case{index}", shape, out_c, 3 if depthwise else 0,
+                                         case.per_channel, case.bias, case.input.scales[0])
         out_hw = tuple(_output_size(size, k, s, d, case.padding)
                        for size, k, s, d in zip((h, w), case.kernel_hw, case.strides, case.dilation))
         outputs.append(len(tensors))
@@ -182,6 +194,12 @@ def dense_model(cases: tuple[DenseCase, ...] = DENSE_CASES) -> Model:
 
 def test_conv_2d_attributes_are_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(convolution_model("CONV_2D", CONV_CASES), tmp_path)
+
+
+def test_grouped_conv_2d_is_bit_exact_with_tflite_micro(tmp_path):
+    """A grouped CONV_2D was refused (exit 2: no exact integer lowering of its bias ADD) though TFLite Micro runs it
+    (unseen set of session 26, ops_mix_34x26: Keras' Conv2D(12, 3, groups=2))."""
+    assert_bit_exact_with_tflite_micro(convolution_model("CONV_2D", GROUPED_CASES), tmp_path)
 
 
 def test_depthwise_conv_2d_attributes_are_bit_exact_with_tflite_micro(tmp_path):
