@@ -73,13 +73,22 @@ def average_pool2d_integer(
     _, h, w, _ = (int(d) for d in data.shape)
 
     def valid_taps(origin, size, extent):
-        return tirx.min(size, extent - origin) - tirx.max(0, -origin)
+        """How many of the `size` taps from `origin` lie in [0, `extent`): an int32 count of int32 ones, each under
+        its position's test (from the int64 output index, a min and max of it made TVM widen the window's sum and
+        the quotient to int64, a call of the C library's 64-bit division an output)."""
+        count = tirx.const(0, "int32")
+        for tap in range(size):
+            count = count + tirx.if_then_else(tirx.all(origin + tap >= 0, origin + tap < extent),
+                                              tirx.const(1, "int32"), tirx.const(0, "int32"))
+        return count
 
     def average(b, y, x, c):
         s = unrolled_sum(b, y, x, c) if unrolled else total[b, y, x, c]
         n = tirx.const(pool[0] * pool[1], "int32") if not any(padding) else \
             valid_taps(y * strides[0] - padding[0], pool[0], h) * valid_taps(x * strides[1] - padding[1], pool[1], w)
-        return clamp_to_type(rounded_quotient(s, n), activation.low, activation.high, dtype)
+        window_sum = tirx.Var("window_sum", "int32")
+        return tirx.Let(window_sum, s, clamp_to_type(rounded_quotient(window_sum, n), activation.low, activation.high,
+                                                     dtype))
 
     return te.compute(shape, average, name=f"average_pool2d_{data.dtype}")
 

@@ -8,7 +8,7 @@ does) is ``max_pool2d(x)`` too, NCHW and maybe in ceil mode: the same maximum ov
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 from tvm import relax, te
 from tvm.relax.dpl import is_op, wildcard
@@ -17,6 +17,7 @@ from ...kernels import average_pool2d_integer, max_pool2d_integer
 from ...kernels.copy_runs import max_pool2d_runs
 from ...kernels.window_sums import window_sums_kernels
 from ...kernels.quant_params import ActivationRange
+from ...layers import UNFUSED_ATTR
 from .binary import first_fitting
 from .graph import describe
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -29,9 +30,11 @@ _MAX_POOL = is_op("relax.nn.max_pool2d")(wildcard())
 
 
 def _pool(kind: str, kernel: Callable[..., te.Tensor], pool: relax.Call, source: relax.Expr,
-          ctx: LoweringContext, channels_first: bool = False) -> Union[ClampedCall, Mismatch]:
+          ctx: LoweringContext, channels_first: bool = False, func_attrs: Optional[dict] = None
+          ) -> Union[ClampedCall, Mismatch]:
     """The pooling kernel over the lowered integer ``source``: NHWC, floor mode, no dilation; with ``channels_first``
-    (the kernel's argument of that name) NCHW, the caller's check, in either mode."""
+    (the kernel's argument of that name) NCHW, the caller's check, in either mode; ``func_attrs`` set on the
+    kernel's PrimFunc."""
     attrs = pool.attrs
     if (attrs.layout != "NHWC" or bool(attrs.ceil_mode)) and not channels_first \
             or any(int(d) != 1 for d in attrs.dilation):
@@ -45,7 +48,7 @@ def _pool(kind: str, kernel: Callable[..., te.Tensor], pool: relax.Call, source:
                                                   [int(d) for d in pool.ty.shape.values[2:]])
         geometry["channels_first"] = True
     lowered = ctx.lowered[source]
-    return ClampedCall(KernelCall(kind, pool, kernel, (lowered,), geometry),
+    return ClampedCall(KernelCall(kind, pool, kernel, (lowered,), geometry, dict(func_attrs or {})),
                        ActivationRange.of_dtype(str(lowered.ty.dtype)))
 
 
@@ -77,7 +80,17 @@ def _match_average_pool(narrow: relax.Call, ctx: LoweringContext) -> Union[Clamp
     else:
         columns, words, _ = window_sums_kernels(ctx.int8_window_sums)
         kernel = first_fitting(columns, first_fitting(words, average_pool2d_integer))
-    return _pool("AVERAGE_POOL_2D", kernel, pool, matched[_WIDENED].args[0], ctx)
+    return _pool("AVERAGE_POOL_2D", kernel, pool, matched[_WIDENED].args[0], ctx,
+                 func_attrs={UNFUSED_ATTR: True} if _windows_overlap(pool) else None)
+
+
+def _windows_overlap(pool: relax.Call) -> bool:
+    """Whether some input element lies in more than one of ``pool``'s windows (a stride shorter than the window
+    along an axis). Such a pool's kernel stays unfused (UNFUSED_ATTR; the window sums' extern stages are anyway):
+    FuseOps would fuse an elementwise producer into the generic kernel, which then computes each element once per
+    window reading it, under the window's padding tests (pool_prelu_33x27's PRELU into its 3x3 stride-2 SAME
+    AVERAGE_POOL_2D on cortex-m55: 757,892 instructions; apart, 101,666 and 39,877)."""
+    return any(int(stride) < int(size) for stride, size in zip(pool.attrs.strides, pool.attrs.pool_size))
 
 
 def _ends_max_pool(value: relax.Expr, ctx: LoweringContext) -> bool:

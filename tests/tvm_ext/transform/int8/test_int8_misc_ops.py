@@ -10,6 +10,7 @@ TFLite Micro, exactly) is tests/tvm_ext/transform/int8/test_int8_elementwise_ops
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -230,6 +231,33 @@ def prelu_model() -> Model:
 
 def test_prelu_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(prelu_model(), tmp_path)
+
+
+def prelu_pool_model(size: int, stride: int) -> Model:
+    """PRELU (a per-channel alpha) on a 1x9x7x5 image, then a SAME-padded AVERAGE_POOL_2D of size x size windows
+    stepping stride."""
+    in_quant, alpha_quant, out_quant = PRELU_QUANTIZATIONS[1]
+    out_hw = (-(-9 // stride), -(-7 // stride))
+    alpha = _ALPHA_RNG.integers(-128, 128, (5,)).astype(np.int8)
+    tensors = [Tensor("image", (1, 9, 7, 5), "int8", in_quant),
+               Tensor("alpha", (5,), "int8", alpha_quant, data=alpha),
+               Tensor("prelu", (1, 9, 7, 5), "int8", out_quant),
+               Tensor("pool", (1, *out_hw, 5), "int8", out_quant)]
+    options = Options("Pool2DOptions", {"Padding": 0, "StrideW": stride, "StrideH": stride, "FilterWidth": size,
+                                        "FilterHeight": size})
+    operators = [Operator("PRELU", (0, 1), (2,)), Operator("AVERAGE_POOL_2D", (2,), (3,), options=options)]
+    return Model(tensors, operators, (0,), (3,))
+
+
+@pytest.mark.parametrize("size, stride, fused", [(3, 2, False), (2, 2, True)], ids=["overlapping", "apart"])
+def test_an_average_pool_of_overlapping_windows_keeps_its_producer_apart(tmp_path, size, stride, fused):
+    """A padded average pool whose windows overlap is a kernel of its own (tvm_ext/transform/int8/pool.py): the
+    PRELU before it is computed once per element, not once per window reading it; a pool of windows apart still
+    takes it. Bit-exact with TFLite Micro either way (the padded windows' counts of valid taps)."""
+    model = prelu_pool_model(size, stride)
+    assert_bit_exact_with_tflite_micro(model, tmp_path)
+    calls = json.loads((tmp_path / "out" / "manifest.json").read_text())["calls"]
+    assert [len(call["layers"]) for call in calls] == ([2] if fused else [1, 1]), calls
 
 
 
