@@ -30,20 +30,20 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from packager.kernel_kinds import (BATCH_MATMUL, CONVOLUTION, DATA_MOVEMENT, DEPTHWISE, ELEMENTWISE,
-                                   FULLY_CONNECTED, OTHER_MACS, POOL, RECURRENT, REQUANTIZATION, RESIZE, SOFTMAX,
-                                   TRANSPOSE_CONVOLUTION, KernelKind)
+from packager import kernel_kinds as kinds
 from target.profile import Profile
 
-RV32_TARGETS: Mapping[KernelKind, float] = {
-    CONVOLUTION: 2.5, DEPTHWISE: 3.0, TRANSPOSE_CONVOLUTION: 3.0, FULLY_CONNECTED: 2.5, BATCH_MATMUL: 3.0,
-    RECURRENT: 3.0, OTHER_MACS: 3.0, POOL: 3.0, SOFTMAX: 30.0, RESIZE: 2.0, ELEMENTWISE: 12.0, REQUANTIZATION: 6.0,
-    DATA_MOVEMENT: 1.5,
-}
+RV32_TARGETS: Mapping[kinds.KernelKind, float] = dict((
+    (kinds.CONVOLUTION, 2.5), (kinds.FULLY_CONNECTED, 2.5),  # paired weights, eight channels a tile
+    (kinds.DEPTHWISE, 3.0), (kinds.TRANSPOSE_CONVOLUTION, 3.0), (kinds.BATCH_MATMUL, 3.0),  # unpaired
+    (kinds.RECURRENT, 3.0), (kinds.OTHER_MACS, 3.0),
+    (kinds.POOL, 3.0), (kinds.SOFTMAX, 30.0), (kinds.RESIZE, 2.0), (kinds.ELEMENTWISE, 12.0),
+    (kinds.REQUANTIZATION, 6.0), (kinds.DATA_MOVEMENT, 1.5),
+))
 """Instructions per unit of each kind on an RV32IM core (see the module docstring)."""
 
 
-def kind_targets(profile: Profile) -> Mapping[KernelKind, float]:
+def kind_targets(profile: Profile) -> Mapping[kinds.KernelKind, float]:
     """The targets of `profile`'s core: every RISC-V profile's is an RV32IM core (RV32IMC, RV32IMAFC: an int8
     kernel runs no float instruction, so the F extension changes none)."""
     return RV32_TARGETS
