@@ -10,17 +10,19 @@ import pytest
 from backends.riscv.schedules.padded_pairs_price import MIN_MACS, padded_pairs_pay
 
 
-@pytest.mark.parametrize("channels, window, macs, pays", [
-    (9, 81, MIN_MACS, True), (12, 32, MIN_MACS, True), (18, 162, 10 * MIN_MACS, True), (36, 324, MIN_MACS, True),
-    (9, 81, MIN_MACS - 1, False),  # too few MACs to pay the kernel's larger code
-    (12, 27, MIN_MACS, False),  # a 3x3 window over 3 channels: too short
-    (8, 81, MIN_MACS, False), (72, 81, MIN_MACS, False),  # whole tiles of eight: paired already
-    (13, 81, MIN_MACS, False), (30, 81, MIN_MACS, False),  # padded to whole tiles of eight by four: tiled or int8 MACs
-    (3, 81, MIN_MACS, False), (4, 81, MIN_MACS, False),  # a tile of four would be padded to twice its channels
+@pytest.mark.parametrize("channels, taps, window, macs, pays", [
+    (9, 9, 81, MIN_MACS, True), (12, 4, 32, MIN_MACS, True), (18, 9, 162, 10 * MIN_MACS, True),
+    (36, 9, 324, MIN_MACS, True),
+    (9, 9, 81, MIN_MACS - 1, False),  # too few MACs to pay the kernel's larger code
+    (12, 9, 27, MIN_MACS, False),  # a 3x3 window over 3 channels: too short
+    (12, 1, 72, MIN_MACS, False),  # a 1x1 window: the tiles of four read one row
+    (8, 9, 81, MIN_MACS, False), (72, 9, 81, MIN_MACS, False),  # whole tiles of eight: paired already
+    (13, 9, 81, MIN_MACS, False), (30, 9, 81, MIN_MACS, False),  # padded to tiles of eight by four: tiled or int8
+    (3, 9, 81, MIN_MACS, False), (4, 9, 81, MIN_MACS, False),  # a tile of four would be padded to twice its channels
 ])
-def test_padded_pairs_are_priced_from_the_channels_the_window_and_the_macs(channels: int, window: int, macs: int,
-                                                                           pays: bool) -> None:
-    assert padded_pairs_pay(channels, window, macs) is pays
+def test_padded_pairs_are_priced_from_the_channels_the_window_and_the_macs(channels: int, taps: int, window: int,
+                                                                           macs: int, pays: bool) -> None:
+    assert padded_pairs_pay(channels, taps, window, macs) is pays
 
 
 def width9_model(folder):

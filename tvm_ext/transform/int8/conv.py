@@ -199,17 +199,17 @@ def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,
 def _padded_pairs(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[int]:
     """A CONV_2D's (HWIO ``weight``) output channels padded with zero rows to whole tiles of PAIRED_TILE, which then
     take paired weights (`_pairs` of the padded rows), where the backend says they pay (``LoweringContext.
-    padded_pairs_pay``, given the channels, the window's inputs and the layer's MACs), the layer has more than one
-    output pixel, its input is int8 and not a few channels' window the backend's own kernel takes (`_few_channel`),
-    and the flash holds the padded words' bytes beyond the int8 weights (``LoweringContext.flash_budget``); else
-    None."""
+    padded_pairs_pay``, given the channels, the window's taps and inputs and the layer's MACs), the layer has more
+    than one output pixel, its input is int8 and not a few channels' window the backend's own kernel takes
+    (`_few_channel`), and the flash holds the padded words' bytes beyond the int8 weights
+    (``LoweringContext.flash_budget``); else None."""
     pixels = int(np.prod([int(d) for d in list(conv.ty.shape)[:3]]))
     channels, window = int(weight.shape[-1]), int(np.prod(weight.shape[:3]))
     pays = ctx.padded_pairs_pay
     if not ctx.paired_weights or pays is None or pixels <= 1 or weight.dtype != np.int8 \
             or str(data.ty.dtype) != "int8" or _few_channel(ctx, data):
         return None
-    if not pays(channels, window, pixels * window * channels):
+    if not pays(channels, int(np.prod(weight.shape[:2])), window, pixels * window * channels):
         return None
     padded = -(-channels // PAIRED_TILE) * PAIRED_TILE
     extra = 2 * padded * window - channels * window  # int32 words, one per two channels' weights
