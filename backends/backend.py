@@ -289,6 +289,13 @@ class KernelSchedules:
     float_channel_tiles: tuple[int, ...]
     mac: Optional[MacSchedules]
     paired_weights: bool = False
+    padded_pairs_pay: Optional[Callable[[int, int, int, int], bool]] = None
+    """Whether the int8 lowering pads a CONV_2D's output channels that `tvm_ext.kernels.dense.PAIRED_TILE` does not
+    divide to whole tiles of it with zero weight rows and gives it `paired_weights` too, given its output channels,
+    its window's taps and inputs (taps times input channels) and its MACs (more than one output pixel, int8 input
+    that the backend's few-channel kernel does not take, the flash budget granting the padded words), instead of
+    `dense_unit_tile`'s padding and its unpaired tiles: for a core whose paired MAC takes a padded channel for less
+    than the narrower tiles' unpaired one; None: never."""
     helper_min_macs: int = 0
     """The fewest MACs of one inference (the model's, `tvm_ext.transform.int8.graph_macs`) at which a quantized
     model's MAC kernels take `paired_weights`, their tiles and the MAC helpers: below, each is TVM's loop nest with one

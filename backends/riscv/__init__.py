@@ -8,6 +8,7 @@ riscv64-unknown-elf-gcc and picolibc, run on QEMU's `virt` machine (no TVM).
 - `bundle_files/`: OUT/riscv/, the startup code, UART0 output and exit, picolibc's streams, the instruction
   counter and the linker script of a board program, and a bundle's self-test build (riscv/qemu-test.mk,
   riscv/qemu-run.sh);
+- `kind_targets`: the kernel kinds' speed targets on an RV32IM core (report.md marks the calls far above them);
 - `rounding_forms`: the bundles' "double_small" requantization in RV32IM's form (one MULH for its nudge);
 - the runner: `emulated_runner` (`runner.RiscvRunner`): the compile's self-test of a RISC-V profile is built
   with the profile's compiler by OUT/riscv/qemu-test.mk and run and measured on QEMU's `virt` machine
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from backends.backend import Backend, no_kind_targets
+from backends.backend import Backend
 from backends.riscv.family import RISCV_FAMILY
 from backends.riscv.helpers import RISCV_HELPERS
+from backends.riscv.kind_targets import kind_targets
 from backends.riscv.runner import RiscvRunner
 from emulator.boards import RISCV_BOARDS
 from packager.fixed_point_c import SMALL_RIGHT_SHIFT, SMALL_RIGHT_SHIFT_MULH
@@ -35,7 +37,7 @@ def emulated_runner(profile: Profile) -> Optional[RiscvRunner]:
     return RiscvRunner(profile.name, RISCV_BOARDS[profile.qemu_board])
 
 
-RISCV = Backend(RISCV_FAMILY, RISCV_HELPERS, emulated_runner, no_kind_targets,
+RISCV = Backend(RISCV_FAMILY, RISCV_HELPERS, emulated_runner, kind_targets,
                 rounding_forms={SMALL_RIGHT_SHIFT: SMALL_RIGHT_SHIFT_MULH}, weights_block=True)
 """The RISC-V backend; its bundles' "double_small" requantization in the form of RV32IM's MULH
 (`packager.fixed_point_c.SMALL_RIGHT_SHIFT_MULH`: rv32imc, kws_gru24_31x13, 510,054 -> 493,048 instructions and

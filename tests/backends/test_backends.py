@@ -96,13 +96,18 @@ def test_dsp_cores_and_riscv_cores_get_mac_helper_schedules(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", profile_names())
-def test_only_dsp_cores_have_kernel_kind_targets(name: str) -> None:
-    """report.md's speed targets are those of the DSP extension's kernels (backends.cortex_m.kind_targets)."""
+def test_dsp_and_riscv_cores_have_kernel_kind_targets(name: str) -> None:
+    """report.md's speed targets are those of the DSP extension's kernels (backends.cortex_m.kind_targets) on
+    the cores that have it, RV32IM's (backends.riscv.kind_targets) on the RISC-V ones, none elsewhere."""
     from backends.cortex_m.kind_targets import DSP_TARGETS
+    from backends.riscv.kind_targets import RV32_TARGETS
+    from packager.kernel_kinds import KINDS
 
     profile = load_profile(name)
     targets = backend_of(profile).kind_targets(profile)
-    assert targets is (DSP_TARGETS if profile.simd in ("dsp", "mve") else None)
+    expected = RV32_TARGETS if profile.backend == "riscv" else DSP_TARGETS if profile.simd in ("dsp", "mve") else None
+    assert targets is expected
+    assert targets is None or set(targets) == set(KINDS)  # a target for every kind
 
 
 @pytest.mark.parametrize("line", ['return DSP_TARGETS if simd in ("dsp", "mve") else None',

@@ -63,6 +63,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
 from backends.riscv.schedules.add_values_price import add_values_pay
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
+from backends.riscv.schedules.padded_pairs_price import padded_pairs_pay
 from backends.riscv.schedules.shared_softmax import shared_softmax_calls, shared_softmax_kernels
 from backends.riscv.schedules.tiled_conv_price import tiled_convs_pay
 from target.profile import Profile
@@ -417,6 +418,11 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`tiled_rows`, its window one row) where the one out-of-line tiled window MAC pays over the kernels' inlined
     ones (`tiled_conv_price.tiled_convs_pay`): rv32imc yolo_tiny_80x48_w11 code 10,662 -> 8,056 B, 33,345,809 ->
     33,330,449 instructions.
+    A CONV_2D whose channels the tiles of four would end in one that eight does not cover (9-12, 17-20, 33-36 ...)
+    pads them to whole tiles of eight and takes paired weights instead, where its MACs pay its larger code
+    (`padded_pairs_price.padded_pairs_pay`): two products a MUL where the four-channel MAC took one (rv32imc
+    resnet18_w9, 3x3 convolutions of 9, 18 and 36 channels: 53,582,188 -> 46,904,714 instructions, code 10,636 ->
+    12,554 B, cortex-m4f 13,132 B; se_resnet_odd, 26 channels: 10,720,585 -> 9,885,576).
     The bundle's per-tensor FULLY_CONNECTED layers call the shared row helper only where its one copy pays
     (`riscv_bundle_choice`, `fc_rows_price`), else each keeps its own loop over its channel tiles.
     A quantized model of fewer than HELPER_MIN_MACS MACs keeps TVM's loop nests, no helper (rv32imc hello_world_int8:
@@ -425,7 +431,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (rv32imc hello_world_float: code 746 -> 350 B, 44,888 -> 45,403 instructions), on one with it, of fewer than
     FPU_FLOAT_TILE_MIN_MACS (rv32imafc hello_world_float: 546 -> 272 B, 1,562 -> 2,435)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           dense_unit_tile=FOUR_CHANNELS, paired_weights=True, tiled_rows=True,
+                           dense_unit_tile=FOUR_CHANNELS, paired_weights=True, padded_pairs_pay=padded_pairs_pay,
+                           tiled_rows=True,
                            tiled_convs_pay=tiled_convs_pay,
                            int8_softmax=softmax_s8_rows, int8_add_values=dsp_add_values,
                            int8_add_values_pays=add_values_pay,

@@ -64,6 +64,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     geometry = Conv2DGeometry(*(tuple(int(v) for v in values)
                                 for values in (attrs.strides, attrs.padding, attrs.dilation)))
     paired = ctx.paired_weights and kernel is conv2d_int8 and _pairs(weight, data.tensor)
+    padded_pairs = _padded_pairs(ctx, weight, data.tensor, conv) if kernel is conv2d_int8 and not paired else None
+    paired = paired or padded_pairs is not None
     length = _weight_length(ctx, weight, data.tensor, geometry) if kernel is conv2d_int8 and not paired else None
     macs = None
     generic = kernel is conv2d_int8 and not paired  # the generic kernel's, which the backend's may replace
@@ -76,8 +78,9 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     if grouped:  # the layer's MACs, not the zero weights' (each output sums its own group's window)
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3])) // groups
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
-    padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
-    tiled = padded is not None and kernel is conv2d_int8 and _tiles(ctx, conv, padded, weight, data.tensor)
+    padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else padded_pairs
+    tiled = padded is not None and not paired and kernel is conv2d_int8 \
+        and _tiles(ctx, conv, padded, weight, data.tensor)
     depthwise = kernel is depthwise_conv2d_int8
     if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None \
             and str(data.tensor.ty.dtype) == "int8" and ctx.graph.constant(data.tensor) is None:
@@ -213,6 +216,26 @@ def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,
     row_len, channels = int(np.prod(weight.shape[:3])), int(weight.shape[3])
     pays_here = pays is not None and pays(row_len, channels, padded, 1)  # priced alone: its own call
     return padded if pays_here and ctx.flash_budget.grants(conv, (padded - channels) * row_len) else None
+
+
+def _padded_pairs(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[int]:
+    """A CONV_2D's (HWIO ``weight``) output channels padded with zero rows to whole tiles of PAIRED_TILE, which then
+    take paired weights (`_pairs` of the padded rows), where the backend says they pay (``LoweringContext.
+    padded_pairs_pay``, given the channels, the window's taps and inputs and the layer's MACs), the layer has more
+    than one output pixel, its input is int8 and not a few channels' window the backend's own kernel takes
+    (`_few_channel`), and the flash holds the padded words' bytes beyond the int8 weights
+    (``LoweringContext.flash_budget``); else None."""
+    pixels = int(np.prod([int(d) for d in list(conv.ty.shape)[:3]]))
+    channels, window = int(weight.shape[-1]), int(np.prod(weight.shape[:3]))
+    pays = ctx.padded_pairs_pay
+    if not ctx.paired_weights or pays is None or pixels <= 1 or weight.dtype != np.int8 \
+            or str(data.ty.dtype) != "int8" or _few_channel(ctx, data):
+        return None
+    if not pays(channels, int(np.prod(weight.shape[:2])), window, pixels * window * channels):
+        return None
+    padded = -(-channels // PAIRED_TILE) * PAIRED_TILE
+    extra = 2 * padded * window - channels * window  # int32 words, one per two channels' weights
+    return padded if ctx.flash_budget.grants(conv, extra) else None
 
 
 def _weight_length(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,

@@ -80,6 +80,9 @@ class LoweringContext:
     lowered: dict[relax.Var, relax.Expr]
     rounding: Rounding
     paired_weights: bool = False
+    padded_pairs_pay: Optional[Callable[[int, int, int, int], bool]] = None
+    """Whether a CONV_2D whose output channels PAIRED_TILE does not divide pads them to whole tiles of it and takes
+    paired weights too, given its channels, window taps and inputs, and MACs (``backends.backend.KernelSchedules.padded_pairs_pay``)."""
     max_pool_runs: bool = False
     int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
     int8_add_pays: Optional[Callable[[Sequence[Any]], bool]] = None
