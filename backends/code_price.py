@@ -15,9 +15,9 @@ INSTRUCTIONS_PER_BYTE = 100
 def code_gain(bytes_saved: int, instructions_added: int, instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> int:
     """What a choice that takes ``bytes_saved`` bytes of code out of a bundle (negative: adds them) and adds
     ``instructions_added`` instructions per inference (negative: saves them) is worth, in instructions per inference
-    at ``instructions_per_byte`` each byte: the one form in which every choice between code and speed prices itself
-    (a bundle's choices, `tvm_ext.lower.bundle_choice`, per C function: the calls of a kernel's identical twins
-    counted with it); positive where it pays."""
+    at ``instructions_per_byte`` each byte; positive where it pays. Helium's out-of-line copies price themselves so
+    (`shared_conv_tiles`, `depthwise_tiles`), per C function: a bundle's choices (`tvm_ext.lower.bundle_choice`)
+    count the calls of a kernel's identical twins with it."""
     return bytes_saved * instructions_per_byte - instructions_added
 
 
