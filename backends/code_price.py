@@ -16,8 +16,7 @@ def code_gain(bytes_saved: int, instructions_added: int, instructions_per_byte: 
     """What a choice that takes ``bytes_saved`` bytes of code out of a bundle (negative: adds them) and adds
     ``instructions_added`` instructions per inference (negative: saves them) is worth, in instructions per inference
     at ``instructions_per_byte`` each byte; positive where it pays. Helium's out-of-line copies price themselves so
-    (`shared_conv_tiles`, `depthwise_tiles`), per C function: a bundle's choices (`tvm_ext.lower.bundle_choice`)
-    count the calls of a kernel's identical twins with it."""
+    (`shared_conv_tiles`, `depthwise_tiles`)."""
     return bytes_saved * instructions_per_byte - instructions_added
 
 

@@ -34,7 +34,6 @@ from tvm_ext.layers import (
     keeping_layers,
 )
 from tvm_ext.plan.macs import mac_count_of, with_mac_counts
-from tvm_ext.tir.identical_kernels import identical_groups
 from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from tvm_ext.transform import (
@@ -237,11 +236,12 @@ class ScheduleKernels:
 def bundle_choice(choose, mod: tvm.IRModule, code: KernelCode = THUMB2_KERNEL_CODE) -> Optional[dict[str, object]]:
     """The MAC schedules per kernel (PrimFunc name) whose schedule the backend's choice for the whole bundle
     changes (``choose``: its `KernelSchedules.bundle_choice`), from `mod`'s kernels scheduled first and their calls,
-    each group of kernels the bundle emits as one C function (`one_function_groups`: identical but for their names,
-    or shared across their constants for `code`'s core) seen as its first kernel called by all their calls, as the
-    one function it becomes, and its choice given to every member (so that they stay one function but for their
-    constants); None where it changes none."""
-    first_of = one_function_groups(mod, code)
+    each group of kernels tvm_ext.transform.share_constant_variants will share for `code`'s core (`shared_groups`)
+    seen as its first kernel called by all their calls, as the one kernel it becomes, and its choice given to every
+    member (so that they stay one kernel but for their constants); None where it changes none."""
+    from tvm_ext.transform.share_constant_variants import shared_groups
+
+    first_of = {name: group[0] for group in shared_groups(mod, code) for name in group}
 
     def first(name: str) -> str:
         return first_of.get(name, name)
@@ -255,25 +255,6 @@ def bundle_choice(choose, mod: tvm.IRModule, code: KernelCode = THUMB2_KERNEL_CO
         return None
     return {gvar.name_hint: choice.kernels[first(gvar.name_hint)] for gvar in mod.functions
             if first(gvar.name_hint) in choice.kernels}
-
-
-def one_function_groups(mod: tvm.IRModule, code: KernelCode = THUMB2_KERNEL_CODE) -> dict[str, str]:
-    """Each kernel (PrimFunc name) of `mod` mapped to the first of the kernels the bundle emits as one C function
-    with it (itself where it has no twin): kernels identical but for their names
-    (`tvm_ext.tir.identical_kernels.identical_groups`, which `tvm_ext.plan.extract_plan.unique_kernels` merges),
-    joined with each group tvm_ext.transform.share_constant_variants shares for `code`'s core (`shared_groups`); so
-    that every choice priced per kernel (`bundle_choice`) counts the calls of all of a function's twins and weighs
-    its code once, for every backend and kind of choice."""
-    from tvm_ext.transform.share_constant_variants import shared_groups
-
-    kernels = {gvar.name_hint: func for gvar, func in mod.functions.items() if isinstance(func, tirx.PrimFunc)}
-    first_of = {name: group[0] for group in identical_groups(kernels) for name in group}
-    for group in shared_groups(mod, code):
-        joined = {first_of.get(name, name) for name in group}
-        first = first_of.get(group[0], group[0])
-        first_of.update({name: first for name, known in first_of.items() if known in joined})
-        first_of.update(dict.fromkeys(group, first))
-    return first_of
 
 
 def kernel_calls(main: relax.Function) -> dict[str, int]:

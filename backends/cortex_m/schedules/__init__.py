@@ -133,6 +133,7 @@ from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_rows import own_for_kernel_stack
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
+from tvm_ext.tir.identical_kernels import identical_groups
 from tvm_ext.tir.tir_walk import vars_read
 
 
@@ -378,12 +379,15 @@ def dsp_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, 
     (`quad_tiles.quad_uses`, `quad_kernels`: each that pays at the one price of code, the bundle's first loop
     charged more than the others, the best-paying first within the bundle's budget, `quad_code_budget` of its
     kernels), and the kernels called several times whose depthwise pixels' forms are priced per call
-    (`depthwise_pairs.priced_per_call`: priced again with their calls, which count those of its identical twins:
-    `tvm_ext.lower.one_function_groups`), each with ``schedules`` (the core's) carrying those choices;
+    (`depthwise_pairs.priced_per_call`: priced again with their calls, those of its identical twins too, which the
+    bundle makes one C function: `identical_groups`), each with ``schedules`` (the core's) carrying those choices;
     None where no kernel takes either."""
     chosen = quad_kernels(quad_uses(kernels, calls), code_budget=quad_code_budget(len(kernels)))
-    repeated = {kernel: count for kernel, count in calls.items()
-                if kernel in kernels and count > 1 and priced_per_call(kernels[kernel])}
+    repeated = {}
+    for group in identical_groups(kernels):
+        count = sum(calls.get(kernel, 1) for kernel in group)
+        if count > 1 and priced_per_call(kernels[group[0]]):
+            repeated.update(dict.fromkeys(group, count))
     choices = {kernel: (kernel in chosen, repeated.get(kernel, 1)) for kernel in sorted(chosen | set(repeated))}
     variants = {choice: schedules.with_choice(*choice) for choice in set(choices.values())}
     return BundleChoice({kernel: variants[choice] for kernel, choice in choices.items()}) if choices else None

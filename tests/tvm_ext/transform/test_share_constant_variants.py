@@ -440,17 +440,3 @@ def test_an_out_of_line_helpers_calls_in_a_loop_share_their_value_arguments() ->
     assert [group.names for group in adds] == [("add0", "add1")]
     assert constant_groups({f"tiles{k}": _runs_of(CONV_TILES_OPS["int32"], value, tiles=True)
                             for k, value in enumerate((3, -4))}) == []
-
-
-def test_bundle_choices_see_identical_kernels_as_one_kernel() -> None:
-    """Before: main calls chain(x * 3 + 5) twice through two kernels identical but for their names (the bundle
-    emits them as one C function: unique_kernels) and a third kernel once; a backend's bundle choice that picks
-    every kernel it is shown (review F3: only the DSP depthwise pricing had summed such twins' calls). Expected: it
-    is shown the first twin, called twice, and the third kernel; both twins take the first's choice (so they stay
-    one function)."""
-    mod, names = _three_kernels()
-    mod[mod.get_global_var(names[1])] = mod[names[0]].with_attr("global_symbol", names[1])
-    choice, shown = _choice_of_every_kernel(mod)
-    assert choice == {names[0]: f"choice of {names[0]}", names[1]: f"choice of {names[0]}",
-                      names[2]: f"choice of {names[2]}"}
-    assert shown == {names[0]: 2, names[2]: 1}
