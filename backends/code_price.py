@@ -12,6 +12,14 @@ INSTRUCTIONS_PER_BYTE = 100
 96x96 MobileNet's on cortex-m55 (vww_96_int8's 4.2 M)."""
 
 
+def code_gain(bytes_saved: int, instructions_added: int, instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> int:
+    """What a choice that takes ``bytes_saved`` bytes of code out of a bundle (negative: adds them) and adds
+    ``instructions_added`` instructions per inference (negative: saves them) is worth, in instructions per inference
+    at ``instructions_per_byte`` each byte; positive where it pays. Helium's out-of-line copies price themselves so
+    (`shared_conv_tiles`, `depthwise_tiles`)."""
+    return bytes_saved * instructions_per_byte - instructions_added
+
+
 @dataclass(frozen=True)
 class KernelCode:
     """A core's estimate of a kernel's code from its TIR (`tvm_ext.transform.share_constant_variants.kernel_bytes`),

@@ -80,7 +80,7 @@ from tvm.ir import TensorLoad
 from backends.bias_forms import BIAS_TYPES, bias_form, by_bias
 from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_name, dsp_depthwise_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
-from backends.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE, code_gain
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset,
                                                    op_executions, pointee, tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import (DEPTHWISE_BOX_W16_OP, DEPTHWISE_MAC_OP, DEPTHWISE_MAC_W16_OP,
@@ -279,6 +279,16 @@ class CopyCost:
     rolled_copy: int = 0
     """The copy's code more where a kernel of fewer channels than ``rolled_below`` calls it (bytes: the compiler
     keeps that tile's path only then)."""
+    split_pixel: Optional[int] = None
+    """Instructions more per pixel (all its tiles) for a kernel whose inlined helper writes out a whole tile and a
+    predicated one (``splits``: more than 16 channels, 8 not dividing them), whose inlined forms run little faster
+    than the copy's overlapping last tile; None: ``call`` and ``tile`` as for any kernel."""
+
+    def splits(self, channels: int) -> bool:
+        """Whether a kernel of ``channels`` channels inlines a whole tile of 16 and a predicated one
+        (``inlined_bytes``' twice ``inlined``) and its calls of the copy are priced by ``split_pixel``."""
+        tile = DEPTHWISE_TILES[0]
+        return self.split_pixel is not None and channels > tile and channels % (tile // 2) != 0
 
     def inlined_bytes(self, channels: int) -> int:
         """A kernel's code more with the fused helper inlined on ``channels`` channels than calling the copy
@@ -299,7 +309,7 @@ class CopyCost:
 
 
 HELIUM_COPY_COSTS = {"3x3": CopyCost(inlined=1_000, inlined_overlapping=500, copy=1_020, call=100, tile=8,
-                                     rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774),
+                                     rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774, split_pixel=15),
                      "5x5": CopyCost(inlined=2_200, inlined_overlapping=1_100, copy=800, call=100, tile=0,
                                      rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774),
                      "1xn": CopyCost(inlined=620, inlined_overlapping=288, copy=616, call=100, tile=8, rolled_tap=4,
@@ -326,7 +336,11 @@ every 3x3 kernel inlining 4,146,060, this rule's choice (all but the 48x48x8 ker
 calling the copy 4,590,719; measured by heliumshare-30, person_detect's kernels inlining / calling the copy:
 24x24x32 (484 interior pixels, 2 tiles) 306,543 / 358,078, 12x12x64 (100, 4 tiles) 156,518 / 172,240, 24x24x16
 at stride 2 (529, 1 tile) 149,997 / 194,999, 48x48x8 (2,116 pixels, its 8 channels' taps rolled in the copy)
-390,543 / 687,861 (the second with the border copy's rolled rows)."""
+390,543 / 687,861 (the second with the border copy's rolled rows). A 3x3 kernel of a whole tile and a predicated
+one inlined (``split_pixel``), inlining / calling the copy: ds_cnn_w30_49x10's 25x5x30, 75,328 / 73,080 a call (the
+copy faster); a DS-CNN's 31x7x44 on 61x13 (four calls of 217 pixels), the bundle 1,573,822 / 1,586,434 (15 a pixel
+more) and 5,256 / 4,108 B of code, where cortex-m4f's is 4,640 B: priced at ``call`` and ``tile`` (124 a pixel), it
+stayed inlined and broke the code rule."""
 
 
 @dataclass(frozen=True)
@@ -344,6 +358,8 @@ class KernelUse:
 
     def copy_instructions(self, cost: CopyCost) -> int:
         """The instructions per inference the kernel's calls of the copy ``cost`` would add."""
+        if cost.splits(self.channels):
+            return self.calls * self.pixels * cost.split_pixel
         tiles = -(-self.channels // DEPTHWISE_TILES[0])
         rolled = cost.rolled_below is None or self.channels < cost.rolled_below
         per_tile = cost.tile + (cost.rolled_tap * self.taps if rolled else 0)
@@ -352,7 +368,7 @@ class KernelUse:
     def gain(self, cost: CopyCost, instructions_per_byte: int) -> int:
         """What calling the copy ``cost`` instead of inlining saves, in instructions per inference (its inlined
         bytes, ``CopyCost.inlined_bytes``, at ``instructions_per_byte`` each, less ``copy_instructions``)."""
-        return cost.inlined_bytes(self.channels) * instructions_per_byte - self.copy_instructions(cost)
+        return code_gain(cost.inlined_bytes(self.channels), self.copy_instructions(cost), instructions_per_byte)
 
 
 FormKey = tuple[str, str]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from tvm import tirx
 
-from backends.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE, code_gain
 from backends.cortex_m.schedules.conv_tiles import (_CHANNELS, _ROW_LEN, _ROWS, _X_ROW_STRIDE, HELIUM_SHARED_TILES_OPS,
                                                     HELIUM_TILES_OPS, TILE, op_executions)
 
@@ -121,18 +121,37 @@ class ConvTilesUse:
     def gain(self, instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> int:
         """What calling the copy instead of inlining saves, in instructions per inference: INLINED_BYTES at
         ``instructions_per_byte`` each, less ``extra_instructions``."""
-        return INLINED_BYTES * instructions_per_byte - self.extra_instructions()
+        return code_gain(INLINED_BYTES, self.extra_instructions(), instructions_per_byte)
+
+
+SPILL_VECTOR_INSTRUCTIONS = 10
+"""Instructions more per vector of a tile's window where the inlined tiles spill (``ConvTilesUse.spills_inlined``:
+gcc moving the row loop's pointers, the accumulators and the predicate at every vector) than in the copy generic over
+its callers' windows, about the least measured on cortex-m55 (inlined / calling the generic copy, per pixel's tile,
+GENERIC_TILE_INSTRUCTIONS added back): yolo_tiny_64x96_w9's 8x12x61 kernel over 3 rows of 273 inputs (54 vectors a
+tile) 1,816,676 / 1,063,372, 10 a vector; its 16x24x37 over 3 rows of 57 (12 vectors) 1,503,232 / 1,058,524, 14;
+resnet18_w9_64's 16x16x9 over 3 rows of 27 (6 vectors) 235,586 / 200,770, 16. Its 4x4x36 over 3 rows of 108 ran
+slower in the copy (44,356 / 51,490: 50 a tile, as a window that does not spill)."""
+
+
+def generic_tile_instructions(use: ConvTilesUse, spilling: bool = False) -> int:
+    """Instructions more per tile of four channels of a pixel in the copy generic over its callers' windows than
+    inlined: GENERIC_TILE_INSTRUCTIONS, less SPILL_VECTOR_INSTRUCTIONS per vector of the tile's window where the
+    inlined tiles spill (``ConvTilesUse.spills_inlined``) or, with ``spilling``, where the kernel's other calls do
+    (its border pixels' copied window of one row, in a kernel whose interior spills: every call of such a kernel
+    runs in the generic copy): negative where the copy runs faster, by as much as the window is larger."""
+    spills = use.spills_inlined or spilling
+    return GENERIC_TILE_INSTRUCTIONS - (SPILL_VECTOR_INSTRUCTIONS * use.vectors if spills else 0)
 
 
 def generic_gain(use: ConvTilesUse, instructions_per_byte: int = INSTRUCTIONS_PER_BYTE, spilling: bool = False) -> int:
     """What calling a copy generic over its callers' windows saves instead of inlining, in instructions per
-    inference: INLINED_BYTES at ``instructions_per_byte`` each, less GENERIC_TILE_INSTRUCTIONS per tile of each
-    pixel, none where the inlined tiles spill (``ConvTilesUse.spills_inlined``) or, with ``spilling``, where the
-    kernel's other calls do (its border pixels' copied window of one row, in a kernel whose interior spills:
-    yolo_tiny_64x96_w9's 32x48x19 kernel over 27 inputs, every call of the generic copy, 1,911,139 -> 1,775,126
-    instructions on cortex-m55)."""
-    per_tile = 0 if use.spills_inlined or spilling else GENERIC_TILE_INSTRUCTIONS
-    return INLINED_BYTES * instructions_per_byte - use.calls * use.pixels * use.tiles * per_tile
+    inference: INLINED_BYTES at ``instructions_per_byte`` each, less ``generic_tile_instructions`` per tile of each
+    pixel of each call (review F2: a spilling kernel's copy had been priced free whatever the kernel's size; now its
+    price scales with its pixels, tiles and vectors: yolo_tiny_64x96_w9's 32x48x19 kernel over 27 inputs, every call
+    of the generic copy, 1,911,139 -> 1,775,126 instructions on cortex-m55)."""
+    per_tile = generic_tile_instructions(use, spilling)
+    return code_gain(INLINED_BYTES, use.calls * use.pixels * use.tiles * per_tile, instructions_per_byte)
 
 
 def conv_tiles_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]

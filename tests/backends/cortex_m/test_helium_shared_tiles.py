@@ -55,6 +55,21 @@ def test_a_kernel_of_two_inlined_tiles_calls_the_copy():
         == {I32_3X3: frozenset({"dw"})}
 
 
+def test_a_kernel_of_a_whole_and_a_predicated_tile_prices_the_copy_by_its_pixels():
+    """Before: a DS-CNN's one 3x3 kernel on 61x13 (31x7 pixels, 44 channels, called four times) priced its calls of the
+    copy at ``call`` and ``tile`` (124 instructions a pixel: 107,632 an inference) and kept the helper inlined,
+    5,256 B of code on cortex-m55 against cortex-m4f's 4,640. Expected: its inlined whole and predicated tiles
+    (``CopyCost.splits``) price the copy at ``split_pixel`` a pixel (measured 12,612 more an inference, 15 a
+    pixel), so it calls the copy (4,108 B); a kernel of whole tiles of 16 or 8 keeps ``call`` and ``tile``."""
+    cost = HELIUM_COPY_COSTS["3x3"]
+    dw = KernelUse("dw", calls=4, pixels=217, channels=44, taps=9)
+    assert cost.splits(44) and cost.splits(30) and not cost.splits(48) and not cost.splits(40) \
+        and not cost.splits(12)
+    assert dw.copy_instructions(cost) == 4 * 217 * cost.split_pixel
+    assert KernelUse("dw", 4, 217, 48, 9).copy_instructions(cost) == 4 * 217 * (cost.call + 3 * cost.tile)
+    assert _sharing({I32_3X3: (dw,)}) == {I32_3X3: frozenset({"dw"})}
+
+
 def test_5x5_kernels_share_their_copy():
     # efficientnet_lite_w030_112_int8's 5x5 kernels (pixels with the border's, channels; one called twice): each
     # saves 2,238-2,526 B calling the copy, and runs faster (measured)

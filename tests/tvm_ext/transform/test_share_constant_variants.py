@@ -372,10 +372,9 @@ def test_helper_call_sizes_stay_immediates() -> None:
     assert constant_groups(funcs) == []
 
 
-def test_bundle_choices_see_a_shared_group_as_one_kernel() -> None:
-    """Before: main calls chain(x * 3 + 5), chain(x * 7 - 2) (one shared group) and a third kernel of its own. A
-    backend's bundle choice (tvm_ext.lower.bundle_choice) that picks every kernel it is shown. Expected: it is
-    shown the group's first kernel, called twice, and the other kernel; both members take the first's choice."""
+def _choice_of_every_kernel(mod: tvm.IRModule) -> tuple[dict, dict]:
+    """tvm_ext.lower.bundle_choice of ``mod`` with a backend's choice that picks every kernel it is shown: (the
+    choice per kernel, the calls of each kernel it was shown)."""
     from backends.backend import BundleChoice
     from tvm_ext.lower import bundle_choice
 
@@ -385,10 +384,23 @@ def test_bundle_choices_see_a_shared_group_as_one_kernel() -> None:
         shown.update({name: calls[name] for name in kernels})
         return BundleChoice({name: f"choice of {name}" for name in kernels})
 
+    return bundle_choice(choose, mod), shown
+
+
+def _three_kernels() -> tuple[tvm.IRModule, list[str]]:
+    """main calling chain(x * 3 + 5), chain(x * 7 - 2) and x + 1, and their kernels' names in call order."""
     mod = _module([_chain(3, 5), _chain(7, -2, subtract=True), lambda x: te.compute(x.shape, lambda i: x[i] + 1)])
-    names = [name for name, _ in _called(mod)]
-    assert bundle_choice(choose, mod) == {names[0]: f"choice of {names[0]}", names[1]: f"choice of {names[0]}",
-                                          names[2]: f"choice of {names[2]}"}
+    return mod, [name for name, _ in _called(mod)]
+
+
+def test_bundle_choices_see_a_shared_group_as_one_kernel() -> None:
+    """Before: main calls chain(x * 3 + 5), chain(x * 7 - 2) (one shared group) and a third kernel of its own. A
+    backend's bundle choice (tvm_ext.lower.bundle_choice) that picks every kernel it is shown. Expected: it is
+    shown the group's first kernel, called twice, and the other kernel; both members take the first's choice."""
+    mod, names = _three_kernels()
+    choice, shown = _choice_of_every_kernel(mod)
+    assert choice == {names[0]: f"choice of {names[0]}", names[1]: f"choice of {names[0]}",
+                      names[2]: f"choice of {names[2]}"}
     assert shown == {names[0]: 2, names[2]: 1}
 
 
