@@ -52,9 +52,21 @@ class PhaseAxis:
 
 def phase_axes(in_size: int, kernel: int, stride: int, pad_before: int, out_size: int) -> Optional[list[PhaseAxis]]:
     """The ``stride`` phases of one axis of a transpose convolution (input ``in_size``, ``kernel`` taps, output
-    ``out_size`` after ``pad_before`` rows are cut from its start), each computing ``ceil(out_size / stride)``
-    rows; None where a phase has no tap or would need negative padding (its rows start past the input's reach)."""
+    ``out_size`` after ``pad_before`` rows are cut from its start), each computing ``ceil(out_size / stride)`` rows,
+    more where a phase would be padded before the input more than after it (as many: every phase then is, the
+    padding TFLite's own convolutions have, SAME's after at least its before; the Cortex-M border windows copied
+    through a helper call are sized from the padding they fill, which a window padded before alone leaves short);
+    None where a phase has no tap or would need negative padding (its rows start past the input's reach)."""
     rows = -(-out_size // stride)
+    first = _axes(in_size, kernel, stride, pad_before, rows)
+    if first is None:
+        return None
+    extra = max(axis.pad_before - axis.pad_after for axis in first)
+    return first if extra <= 0 else _axes(in_size, kernel, stride, pad_before, rows + extra)
+
+
+def _axes(in_size: int, kernel: int, stride: int, pad_before: int, rows: int) -> Optional[list[PhaseAxis]]:
+    """`phase_axes` with each phase computing ``rows`` rows."""
     axes = []
     for phase in range(stride):
         residue, offset = (phase + pad_before) % stride, (phase + pad_before) // stride
@@ -219,33 +231,82 @@ class _PhaseRewriter(relax.PyExprMutator):
         rows, columns, values = layer.rows, layer.columns, layer.weight
         own, activation = layer.records
         data = self.visit_expr(conv.args[0])
-        scales, zero_points = (self.visit_expr(arg) for arg in layer.dequantize.args[1:3])
+        zero_point = self.visit_expr(layer.dequantize.args[2])
+        bias = self._bias(layer)
+        # phases of one geometry (a kernel a multiple of the stride, VALID; or the stride itself) are one
+        # convolution, their output channels stacked phase after phase: one kernel, its MAC tiles over them all
+        merged = bias is not None and all(len({(len(a.taps), a.pad_before, a.pad_after) for a in axes}) == 1
+                                          for axes in (rows, columns))
+        groups = [[(r, c) for r in rows for c in columns]] if merged else [[(r, c)] for r in rows for c in columns]
         phases = []
-        zero_bias = None
-        if str(conv.args[0].ty.dtype) == "float32" and _data_dtype(conv, self.var2val) == "int8" \
-                and not any(call.op.name == "relax.add" for call in layer.chain):
-            # a layer without bias: each phase adds zeros, the int32 constant its kernel folds the input's zero
-            # point into (`tvm_ext.transform.int8.mac.MacKernel.folded_bias`), so its MAC helpers multiply raw int8
-            zero_bias = relax.op.dequantize(relax.const(np.zeros(channels, np.int32)), relax.const(1.0, "float32"),
-                                            relax.const(0, "int32"), axis=0)
-        for row in rows:
-            for column in columns:
-                taps = values[:, :, list(row.taps)][:, :, :, list(column.taps)]  # I, O, T_y, T_x
-                hwio = relax.const(np.ascontiguousarray(taps.transpose(2, 3, 0, 1)))
-                phase_weight = relax.op.dequantize(hwio, scales, zero_points, axis=3)
-                phase = relax.op.nn.conv2d(
-                    data, phase_weight, strides=1,
-                    padding=[row.pad_before, column.pad_before, row.pad_after, column.pad_after],
-                    data_layout="NHWC", kernel_layout="HWIO", out_dtype=conv.attrs.out_dtype)
-                if zero_bias is not None:
-                    phase = relax.op.add(self._emit(phase, own), zero_bias)
-                # the bias, the activation, the quantize, as the layer's; then the activation layer's, if any
-                for index, call in reversed(list(enumerate(layer.chain[:-1]))):
-                    phase = relax.Call(call.op, [self._emit(phase, own if index + 1 >= layer.tail else activation),
-                                                 *map(self.visit_expr, call.args[1:])], call.attrs, call.ty_args)
-                phases.append(self._emit(phase, activation if layer.tail else own))
+        for group in groups:
+            taps = np.concatenate([values[:, :, list(r.taps)][:, :, :, list(c.taps)] for r, c in group], axis=1)
+            hwio = relax.const(np.ascontiguousarray(taps.transpose(2, 3, 0, 1)))  # T_y, T_x, I, phases x O
+            scales = self._tiled(layer.dequantize.args[1], len(group))
+            row, column = group[0]
+            phase = relax.op.nn.conv2d(
+                data, relax.op.dequantize(hwio, scales, zero_point, axis=3), strides=1,
+                padding=[row.pad_before, column.pad_before, row.pad_after, column.pad_after],
+                data_layout="NHWC", kernel_layout="HWIO", out_dtype=conv.attrs.out_dtype)
+            if bias is not None and bias[0] is None:  # no bias of its own
+                phase = relax.op.add(self._emit(phase, own), self._tiled(bias[1], len(group)))
+            # the bias, the activation, the quantize, as the layer's; then the activation layer's, if any
+            for index, call in reversed(list(enumerate(layer.chain[:-1]))):
+                rest = [self._tiled(bias[1], len(group))] if bias is not None and call.same_as(bias[0]) \
+                    else list(map(self.visit_expr, call.args[1:]))
+                phase = relax.Call(call.op, [self._emit(phase, own if index + 1 >= layer.tail else activation), *rest],
+                                   call.attrs, call.ty_args)
+            phases.append(self._emit(phase, activation if layer.tail else own))
+        if merged:
+            return self._unstacked(phases[0], batch, len(rows), len(columns), rows[0].rows, columns[0].rows,
+                                   channels, out_h, out_w, own)
         return self._interleaved(phases, batch, len(rows), len(columns), rows[0].rows, columns[0].rows,
                                  channels, out_h, out_w, own)
+
+    def _bias(self, layer: _Layer) -> Optional[tuple[Optional[relax.Call], relax.Expr]]:
+        """The layer's bias add (None where it has none) and the dequantize of its int32 constant (for a layer of
+        int8 data without bias: zeros, the constant its kernel folds the input's zero point into,
+        `tvm_ext.transform.int8.mac.MacKernel.folded_bias`, so its MAC helpers multiply raw int8); None where the
+        bias is no dequantized constant (the phases then take it as it is, one convolution each)."""
+        conv = layer.chain[-1]
+        add = next((call for call in layer.chain[layer.tail:] if call.op.name == "relax.add"), None)
+        if add is None:
+            if _data_dtype(conv, self.var2val) != "int8":
+                return None
+            channels = int(conv.ty.shape.values[3])
+            return None, relax.op.dequantize(relax.const(np.zeros(channels, np.int32)), relax.const(1.0, "float32"),
+                                             relax.const(0, "int32"), axis=0)
+        dequantize = _call_of(add.args[1], self.var2val, frozenset({"relax.dequantize"}))
+        if dequantize is None or not all(isinstance(arg, Constant) for arg in dequantize.args):
+            return None
+        return add, dequantize
+
+    def _tiled(self, expr: relax.Expr, times: int) -> relax.Expr:
+        """``expr`` for ``times`` phases stacked: a per-channel constant repeated (a dequantize of such constants:
+        its values and scales), a per-tensor one as it is."""
+        if times == 1:
+            return self.visit_expr(expr)
+        if isinstance(expr, relax.Call):  # a bias's dequantize
+            return relax.Call(expr.op, [self._tiled(arg, times) for arg in expr.args], expr.attrs, expr.ty_args)
+        values = self.var2val.get(expr, expr) if isinstance(expr, relax.Var) else expr
+        if not isinstance(values, Constant) or values.value.numpy().size <= 1:
+            return self.visit_expr(expr)
+        return relax.const(np.tile(values.value.numpy().reshape(-1), times))
+
+    def _unstacked(self, stacked: relax.Var, batch: int, sy: int, sx: int, m: int, n: int, channels: int,
+                   out_h: int, out_w: int, records: tuple[int, ...]) -> relax.Var:
+        """The output [batch, out_h, out_w, channels] of the phases stacked on the channels of ``stacked``
+        ([batch, m, n, sy * sx * channels], row phase after row phase) interleaved: DEPTH_TO_SPACE's copy."""
+
+        def emit(value: relax.Expr) -> relax.Var:
+            return self._emit(value, records)
+
+        grid = emit(relax.op.reshape(stacked, [batch, m, n, sy, sx, channels]))
+        moved = emit(relax.op.permute_dims(grid, [0, 1, 3, 2, 4, 5]))
+        result = emit(relax.op.reshape(moved, [batch, m * sy, n * sx, channels]))
+        if (m * sy, n * sx) != (out_h, out_w):
+            result = emit(relax.op.strided_slice(result, axes=[1, 2], begin=[0, 0], end=[out_h, out_w]))
+        return result
 
     def _emit(self, value: relax.Expr, records: tuple[int, ...]) -> relax.Var:
         """``value`` bound to a new var that implements the layers at ``records``."""
