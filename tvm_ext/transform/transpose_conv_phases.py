@@ -242,17 +242,17 @@ class _PhaseRewriter(relax.PyExprMutator):
         for group in groups:
             taps = np.concatenate([values[:, :, list(r.taps)][:, :, :, list(c.taps)] for r, c in group], axis=1)
             hwio = relax.const(np.ascontiguousarray(taps.transpose(2, 3, 0, 1)))  # T_y, T_x, I, phases x O
-            scales = self._tiled(layer.dequantize.args[1], len(group))
+            scales = self._tiled(layer.dequantize.args[1], len(group), channels)
             row, column = group[0]
             phase = relax.op.nn.conv2d(
                 data, relax.op.dequantize(hwio, scales, zero_point, axis=3), strides=1,
                 padding=[row.pad_before, column.pad_before, row.pad_after, column.pad_after],
                 data_layout="NHWC", kernel_layout="HWIO", out_dtype=conv.attrs.out_dtype)
             if bias is not None and bias[0] is None:  # no bias of its own
-                phase = relax.op.add(self._emit(phase, own), self._tiled(bias[1], len(group)))
+                phase = relax.op.add(self._emit(phase, own), self._tiled(bias[1], len(group), channels))
             # the bias, the activation, the quantize, as the layer's; then the activation layer's, if any
             for index, call in reversed(list(enumerate(layer.chain[:-1]))):
-                rest = [self._tiled(bias[1], len(group))] if bias is not None and call.same_as(bias[0]) \
+                rest = [self._tiled(bias[1], len(group), channels)] if bias is not None and call.same_as(bias[0]) \
                     else list(map(self.visit_expr, call.args[1:]))
                 phase = relax.Call(call.op, [self._emit(phase, own if index + 1 >= layer.tail else activation), *rest],
                                    call.attrs, call.ty_args)
@@ -281,15 +281,16 @@ class _PhaseRewriter(relax.PyExprMutator):
             return None
         return add, dequantize
 
-    def _tiled(self, expr: relax.Expr, times: int) -> relax.Expr:
-        """``expr`` for ``times`` phases stacked: a per-channel constant repeated (a dequantize of such constants:
-        its values and scales), a per-tensor one as it is."""
+    def _tiled(self, expr: relax.Expr, times: int, channels: int) -> relax.Expr:
+        """``expr`` for ``times`` phases stacked: a constant of one value per output channel (of ``channels``)
+        repeated (a dequantize of such constants: its values and scales), any other (per-tensor) as it is."""
         if times == 1:
             return self.visit_expr(expr)
         if isinstance(expr, relax.Call):  # a bias's dequantize
-            return relax.Call(expr.op, [self._tiled(arg, times) for arg in expr.args], expr.attrs, expr.ty_args)
+            return relax.Call(expr.op, [self._tiled(arg, times, channels) for arg in expr.args], expr.attrs,
+                              expr.ty_args)
         values = self.var2val.get(expr, expr) if isinstance(expr, relax.Var) else expr
-        if not isinstance(values, Constant) or values.value.numpy().size <= 1:
+        if not isinstance(values, Constant) or values.value.numpy().size != channels:
             return self.visit_expr(expr)
         return relax.const(np.tile(values.value.numpy().reshape(-1), times))
 
