@@ -294,47 +294,41 @@ class _PhaseRewriter(relax.PyExprMutator):
             return self.visit_expr(expr)
         return relax.const(np.tile(values.value.numpy().reshape(-1), times))
 
-    def _unstacked(self, stacked: relax.Var, batch: int, sy: int, sx: int, m: int, n: int, channels: int,
-                   out_h: int, out_w: int, records: tuple[int, ...]) -> relax.Var:
-        """The output [batch, out_h, out_w, channels] of the phases stacked on the channels of ``stacked``
-        ([batch, m, n, sy * sx * channels], row phase after row phase) interleaved: DEPTH_TO_SPACE's copy."""
-
-        def emit(value: relax.Expr) -> relax.Var:
-            return self._emit(value, records)
-
-        grid = emit(relax.op.reshape(stacked, [batch, m, n, sy, sx, channels]))
-        moved = emit(relax.op.permute_dims(grid, [0, 1, 3, 2, 4, 5]))
-        result = emit(relax.op.reshape(moved, [batch, m * sy, n * sx, channels]))
-        if (m * sy, n * sx) != (out_h, out_w):
-            result = emit(relax.op.strided_slice(result, axes=[1, 2], begin=[0, 0], end=[out_h, out_w]))
-        return result
-
     def _emit(self, value: relax.Expr, records: tuple[int, ...]) -> relax.Var:
         """``value`` bound to a new var that implements the layers at ``records``."""
         var = self.builder_.emit(value)
         self.records[var] = records
         return var
 
+    def _unstacked(self, stacked: relax.Var, batch: int, sy: int, sx: int, m: int, n: int, channels: int,
+                   out_h: int, out_w: int, records: tuple[int, ...]) -> relax.Var:
+        """The output [batch, out_h, out_w, channels] of the phases stacked on the channels of ``stacked``
+        ([batch, m, n, sy * sx * channels], row phase after row phase) interleaved: DEPTH_TO_SPACE's copy."""
+        return self._placed(stacked, [batch, m, n, sy, sx, channels], [0, 1, 3, 2, 4, 5], out_h, out_w, records)
+
     def _interleaved(self, phases: list[relax.Var], batch: int, sy: int, sx: int, m: int, n: int, channels: int,
                      out_h: int, out_w: int, records: tuple[int, ...]) -> relax.Var:
         """The output [batch, out_h, out_w, channels] of the phases (each [batch, m, n, channels], row phase after
         row phase, column phase after column phase) interleaved, the transpose convolution's (``records``)."""
-
-        def emit(value: relax.Expr) -> relax.Var:
-            return self._emit(value, records)
-
         # the phases joined as a quantized CONCATENATION (each piece a contiguous block: written in place)
         quantize = self.builder_.lookup_binding(phases[0])
         scale, zero_point = quantize.args[1], quantize.args[2]
-        dtype = str(quantize.attrs.out_dtype)
-        pieces = [emit(relax.op.dequantize(phase, scale, zero_point, axis=0)) for phase in phases]
-        joined = emit(relax.op.quantize(emit(relax.op.concat(pieces, axis=0)), scale, zero_point, axis=0,
-                                        out_dtype=dtype))
-        grid = emit(relax.op.reshape(joined, [sy, sx, batch, m, n, channels]))
-        moved = emit(relax.op.permute_dims(grid, [2, 3, 0, 4, 1, 5]))
-        result = emit(relax.op.reshape(moved, [batch, m * sy, n * sx, channels]))
+        pieces = [self._emit(relax.op.dequantize(phase, scale, zero_point, axis=0), records) for phase in phases]
+        joined = self._emit(relax.op.quantize(self._emit(relax.op.concat(pieces, axis=0), records), scale, zero_point,
+                                              axis=0, out_dtype=str(quantize.attrs.out_dtype)), records)
+        return self._placed(joined, [sy, sx, batch, m, n, channels], [2, 3, 0, 4, 1, 5], out_h, out_w, records)
+
+    def _placed(self, phases: relax.Var, grid: list[int], axes: list[int], out_h: int, out_w: int,
+                records: tuple[int, ...]) -> relax.Var:
+        """``phases`` seen as ``grid`` (the phase axes sy, sx among batch, rows m, columns n, channels) with its axes
+        moved to [batch, m, sy, n, sx, channels] (``axes``), as [batch, m * sy, n * sx, channels], the rows and
+        columns past [out_h, out_w] cut off: the transpose convolution's output."""
+        moved = self._emit(relax.op.permute_dims(self._emit(relax.op.reshape(phases, grid), records), axes), records)
+        batch, m, sy, n, sx, channels = (grid[axis] for axis in axes)
+        result = self._emit(relax.op.reshape(moved, [batch, m * sy, n * sx, channels]), records)
         if (m * sy, n * sx) != (out_h, out_w):
-            result = emit(relax.op.strided_slice(result, axes=[1, 2], begin=[0, 0], end=[out_h, out_w]))
+            result = self._emit(relax.op.strided_slice(result, axes=[1, 2], begin=[0, 0], end=[out_h, out_w]),
+                                records)
         return result
 
 
