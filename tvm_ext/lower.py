@@ -56,6 +56,7 @@ from tvm_ext.patch_geometry import PatchCut
 from tvm_ext.transform.patch_prefix import RunPrefixInPatches
 from tvm_ext.transform.qlinear_channels_last import QLinearConvChannelsLast
 from tvm_ext.transform.qlinear_depthwise_padded import QLinearDepthwisePadded
+from tvm_ext.transform.transpose_conv_phases import TransposeConvPhases
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 
@@ -80,6 +81,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             # Before the int8 pass: each patch keeps its layers' QDQ patterns, so it gets the whole layer's kernel.
             *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver,
                                                             profile.int8_rounding)]),
+            # Before the int8 pass: each phase of a transpose convolution is a convolution the int8 pass lowers.
+            TransposeConvPhases(),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name, schedules=schedules,
                                     flash_bytes=profile.flash_bytes,

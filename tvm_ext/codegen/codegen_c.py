@@ -144,18 +144,37 @@ def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return new_func.with_attr(SCRATCH_ATTR, [[str(b.dtype), _buffer_bytes(b)] for b in taken])
 
 
-def _without_unread_constant_binds(stmt: tirx.Stmt, read: set) -> tirx.Stmt | None:
-    """`stmt` without the `Bind`s of a constant that nothing in `read` reads (None if nothing is left)."""
+def _handle(buffer: tirx.Buffer) -> tirx.Expr:
+    """The variable that names ``buffer``'s storage (its data pointer, or the array its ``buffer_data`` reads)."""
+    data = buffer.data
+    if isinstance(data, tvm.ir.Call) and isinstance(data.op, tvm.ir.Op) and data.op.name == "tirx.buffer_data":
+        return data.args[0]
+    return data
+
+
+def _without_unread_constant_binds(stmt: tirx.Stmt, read: set, unread_arrays: set) -> tirx.Stmt | None:
+    """`stmt` without the `Bind`s of a constant that nothing in `read` reads, nor the allocations of the local
+    arrays `unread_arrays` (their data pointers) and the buffers declared over them (None if nothing is left)."""
     if isinstance(stmt, tirx.Bind) and isinstance(stmt.value, tirx.IntImm) and stmt.var not in read:
         return None
-    return map_child_stmts(stmt, lambda child: _without_unread_constant_binds(child, read))
+    if isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer)) and _handle(stmt.buffer) in unread_arrays:
+        return None
+    return map_child_stmts(stmt, lambda child: _without_unread_constant_binds(child, read, unread_arrays))
 
 
 @tirx.transform.prim_func_pass(opt_level=0, name="tvm_ext.DropUnreadConstantBinds")
 def drop_unread_constant_binds(func: tirx.PrimFunc, _mod, _ctx) -> tirx.PrimFunc:
     """`func` without the zero offsets plain_c_signature binds once the simplifier has folded every use of
-    them (TVM's printer would declare each as an unused local)."""
-    body = _without_unread_constant_binds(func.body, vars_read(func.body)) or tirx.Evaluate(0)
+    them, and without the local arrays whose every use it has removed (a padded convolution's window buffer where
+    pixel pairs cover its border: a TRANSPOSE_CONV phase padded on one side); TVM's printer would declare each as
+    an unused local."""
+    read = vars_read(func.body)
+    # the arrays loaded, stored or declared over (their handles), which vars_read does not list
+    accessed = read | {_handle(getattr(node, role)) for node in walk(func.body) for role in ("buffer", "source")
+                       if not isinstance(node, tirx.AllocBuffer) and isinstance(getattr(node, role, None), tirx.Buffer)}
+    unread_arrays = {_handle(node.buffer) for node in walk(func.body)
+                     if isinstance(node, tirx.AllocBuffer) and _handle(node.buffer) not in accessed}
+    body = _without_unread_constant_binds(func.body, read, unread_arrays) or tirx.Evaluate(0)
     return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
 
 

@@ -22,6 +22,9 @@ from .patterns import Int8Weight, bias_constant, ends_float_operator, float_oper
 
 _PATTERN = MacPattern("relax.nn.conv2d")
 _OPERATORS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+_NAMED = _OPERATORS | {"TRANSPOSE_CONV"}
+"""The operators whose name a convolution's kernel keeps: a TRANSPOSE_CONV's phases
+(`tvm_ext.transform.transpose_conv_phases`) are its convolutions."""
 
 
 def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismatch]:
@@ -45,8 +48,9 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         weight = block_diagonal(weight, groups)
     if (groups == 1 or grouped) and attrs.kernel_layout == "HWIO":
         # The kernel reads OHWI: each output channel's reduction reads its weights contiguously. A
-        # DEPTHWISE_CONV_2D of one input channel is imported as this convolution: it keeps its own name.
-        kind = recorded_operator(conv, ctx, _OPERATORS, "CONV_2D")
+        # DEPTHWISE_CONV_2D of one input channel is imported as this convolution: it keeps its own name, as does
+        # a TRANSPOSE_CONV's phase.
+        kind = recorded_operator(conv, ctx, _NAMED, "CONV_2D")
         kernel, layout = conv2d_int8, WeightLayout.OHWI
     elif groups == int(conv.args[0].ty.shape[3]) and attrs.kernel_layout == "HWOI":
         kind, kernel, layout = "DEPTHWISE_CONV_2D", depthwise_conv2d_int8, None
