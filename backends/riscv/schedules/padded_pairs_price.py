@@ -7,7 +7,7 @@ read; where the instructions saved pay the kernel's larger code at the one price
 
 from __future__ import annotations
 
-from backends.code_price import INSTRUCTIONS_PER_BYTE
+from backends.code_price import INSTRUCTIONS_PER_BYTE, code_gain
 from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 
 SAVED_PER_MAC = 0.5
@@ -22,7 +22,8 @@ the border's copied window and the interior's rows, where the tiles of four call
 unseen resnet18_w6_52x44's three 3x3 kernels of 12 channels over 7x6 pixels, 54,432 MACs each, 974 B more in all
 (the paired MAC's copy brought in) for 89,070 fewer instructions, which this price keeps out."""
 MIN_MACS = int(CODE_BYTES * INSTRUCTIONS_PER_BYTE / SAVED_PER_MAC)
-"""The fewest MACs of one call at which a layer takes the paired tiles: where the instructions saved pay the code."""
+"""The fewest MACs of one call at which a layer takes the paired tiles: where the instructions saved pay the code
+(`code_gain`, the one price of a choice)."""
 MIN_WINDOW = 32
 """The fewest inputs of a window (taps times input channels) whose layer takes the paired tiles: over a shorter one
 the paired MAC's sums and calls cost about what its products save (rv32imc yolo_tiny_80_int8's first 3x3 convolution
@@ -40,4 +41,4 @@ def padded_pairs_pay(channels: int, taps: int, window: int, macs: int) -> bool:
     code for 483,288 fewer instructions) and at least MIN_WINDOW inputs, and at least MIN_MACS MACs."""
     fours = -(-channels // FOUR_CHANNELS)
     return channels > FOUR_CHANNELS and fours * FOUR_CHANNELS % MAC_CHANNELS != 0 and taps > 1 \
-        and window >= MIN_WINDOW and macs >= MIN_MACS
+        and window >= MIN_WINDOW and code_gain(-CODE_BYTES, -int(SAVED_PER_MAC * macs)) >= 0
