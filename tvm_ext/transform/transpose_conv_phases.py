@@ -33,6 +33,7 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from tvm_ext.layers import Layers, bindings_of, carry_layers, with_layers
+from tvm_ext.transform.int8.graph import Graph, is_call_to
 
 _CONV2D_TRANSPOSE = "relax.nn.conv2d_transpose"
 _BETWEEN = frozenset({"relax.add", "relax.nn.relu", "relax.clip"})
@@ -145,32 +146,15 @@ def _data_dtype(conv: relax.Call, var2val: dict) -> Optional[str]:
     return None if dequantize is None else str(dequantize.args[0].ty.dtype)
 
 
-def _uses(func: relax.Function) -> dict[relax.Var, int]:
-    """How many times each var is read in ``func`` (its bindings and its result)."""
-    uses: dict[relax.Var, int] = {}
-
-    def count(expr: relax.Expr) -> None:
-        if isinstance(expr, relax.Var):
-            uses[expr] = uses.get(expr, 0) + 1
-
-    for block in func.body.blocks:
-        for binding in block.bindings:
-            relax.analysis.post_order_visit(binding.value, count)
-    relax.analysis.post_order_visit(func.body.body, count)
-    return uses
-
-
-def _activation_tail(var: relax.Var, readers: dict[relax.Var, relax.VarBinding],
-                     uses: dict[relax.Var, int]) -> Optional[list[relax.VarBinding]]:
+def _activation_tail(var: relax.Var, graph: Graph) -> Optional[list[relax.VarBinding]]:
     """The bindings ``dq(var) -> relu | clip -> q`` that read the int8 ``var`` (each the only reader of the one
     before), a separate activation layer after the transpose convolution (TFLite's converter writes RELU so); None
     where another reads it."""
-    tail, names = [], ("relax.dequantize", ("relax.nn.relu", "relax.clip"), "relax.quantize")
-    for expected in names:
-        reader = readers.get(var)
-        if reader is None or uses.get(var, 0) != 1 or not isinstance(reader.value, relax.Call) \
-                or not isinstance(reader.value.op, tvm.ir.Op) or reader.value.op.name not in expected \
-                or not reader.value.args[0].same_as(var):
+    tail = []
+    for names in (("relax.dequantize",), ("relax.nn.relu", "relax.clip"), ("relax.quantize",)):
+        reader = next((found for found in (graph.single_user(var, name) for name in names) if found is not None),
+                      None)
+        if reader is None or not reader.value.args[0].same_as(var):
             return None
         tail.append(reader)
         var = reader.var
@@ -185,37 +169,29 @@ class _PhaseRewriter(relax.PyExprMutator):
 
     def __init__(self, mod: tvm.IRModule, func: relax.Function) -> None:
         super().__init__(mod)
-        self.var2val = relax.analysis.get_var2val(func)
+        graph = Graph(func)
+        self.var2val = graph.var2val
         self.layers: dict[relax.Var, _Layer] = {}  # the var of a rewritten layer's end -> the layer
         self.skipped: set[relax.Var] = set()  # the bindings the phases replace before that end
         self.records: dict[relax.Var, tuple[int, ...]] = {}  # each var emitted -> its layer record positions
-        uses = _uses(func)
-        layers = Layers.of(func)
-        records_of = {b.var: layers.bindings[i] for i, b in enumerate(bindings_of(func)) if i < len(layers.bindings)}
-        readers = {}
-        for block in func.body.blocks:
-            for binding in block.bindings:
-                for arg in binding.value.args if isinstance(binding.value, relax.Call) else ():
-                    if isinstance(arg, relax.Var):
-                        readers[arg] = binding
-        for block in func.body.blocks:
-            for binding in block.bindings:
-                value = binding.value
-                if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
-                        and value.op.name == "relax.quantize"):
-                    continue
-                chain = _chain(value, self.var2val)
-                layer = None if chain is None else _layer(chain, self.var2val)
-                if layer is None:
-                    continue
-                tail = _activation_tail(binding.var, readers, uses)
-                own = records_of.get(binding.var, ())
-                if tail is None:
-                    self.layers[binding.var] = replace(layer, records=(own, own))
-                else:
-                    self.layers[tail[-1].var] = replace(layer, chain=[b.value for b in reversed(tail)] + chain,
-                                                        tail=len(tail), records=(own, records_of.get(tail[-1].var, ())))
-                    self.skipped |= {binding.var, *(b.var for b in tail[:-1])}
+        records_of = {b.var: graph.layers.bindings[i] for i, b in enumerate(graph.bindings)
+                      if i < len(graph.layers.bindings)}
+        for binding in graph.bindings:
+            value = binding.value
+            if not is_call_to(value, "relax.quantize"):
+                continue
+            chain = _chain(value, self.var2val)
+            layer = None if chain is None else _layer(chain, self.var2val)
+            if layer is None:
+                continue
+            tail = _activation_tail(binding.var, graph)
+            own = records_of.get(binding.var, ())
+            if tail is None:
+                self.layers[binding.var] = replace(layer, records=(own, own))
+            else:
+                self.layers[tail[-1].var] = replace(layer, chain=[b.value for b in reversed(tail)] + chain,
+                                                    tail=len(tail), records=(own, records_of.get(tail[-1].var, ())))
+                self.skipped |= {binding.var, *(b.var for b in tail[:-1])}
 
     def visit_var_binding_(self, binding: relax.VarBinding) -> None:
         if binding.var in self.layers:

@@ -78,9 +78,9 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         # extern stage shows no reduction to count, so the lowering declares the layer's MACs (padded taps count),
         # which are also the generic kernel's where the backend's declines (MacKernel.macs)
         kernel = first_fitting(ctx.few_channel_conv, conv2d_int8)
-        macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
+        macs = _window_macs(conv, weight)
     if grouped:  # the layer's MACs, not the zero weights' (each output sums its own group's window)
-        macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3])) // groups
+        macs = _window_macs(conv, weight) // groups
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else padded_pairs
     tiled = padded is not None and not paired and kernel is conv2d_int8 \
@@ -100,6 +100,11 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     if depthwise:
         return replace(mac, widened_weights=True) if _widens(ctx, mac, data.tensor, conv) else mac
     return widened_16x8(mac, ctx) if kernel is conv2d_int8 else mac
+
+
+def _window_macs(conv: relax.Call, weight: np.ndarray) -> int:
+    """The MACs of ``conv``'s outputs over its HWIO ``weight``'s whole window: each output reads KH x KW x I."""
+    return int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
 
 
 def block_diagonal(weight: np.ndarray, groups: int) -> np.ndarray:
