@@ -14,6 +14,8 @@ HEADER = ("| operator | int8 | int16 (16x8) | float |", "|---|---|---|---|")
 
 
 def _cell(refusal: str | None) -> str:
+    if refusal == support.DILATION_ONLY:
+        return f"yes, {refusal}"
     return "yes" if refusal is None else f"no: {refusal}"
 
 

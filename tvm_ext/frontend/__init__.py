@@ -23,6 +23,7 @@ from tvm_ext.layers import ONNX_QUANTIZATION_ATTR, ORIGINAL_VAR_NAMES_ATTR, Laye
 from .tflite_ops.arg_max import convert_arg_max
 from .tflite_ops.batch_matmul import convert_batch_matmul
 from .tflite_ops.constants import dequantize_int64, with_array_dtypes
+from .tflite_ops.dilated_convolution import DilatedConvolutions
 from .tflite_ops.expand_dims import convert_expand_dims
 from .tflite_ops.gelu import convert_gelu
 from .tflite_ops.io_quantization import tflite_tensor_quant
@@ -42,6 +43,7 @@ from .tflite_ops.svdf import convert_svdf
 from .tflite_ops.tensor_names import tensor_name_table
 from .tflite_ops.transpose_conv import convert_transpose_conv
 from .tflite_ops.unpack import convert_unpack
+from ..model_check.dilated_convolutions import CONVOLUTIONS, SIZE_ONE_RESHAPES, dilated_convolution_chains
 from ..model_check.facts import ModelFormat
 from ..model_check.parsed import ParsedModel, parse_model
 from ..model_check.tflite_layers import tflite_layer_name
@@ -265,8 +267,10 @@ def _import_tflite(path: Path, model) -> ImportedModel:
     from tvm.relax.frontend.tflite import tflite_frontend
 
     from tvm_ext.model_check.tflite_check import tflite_dtype_name
+    from tvm_ext.model_check.tflite_reader import read_tflite
 
     results = _OperatorResults()
+    graph = read_tflite(path.name, model, len(model._tab.Bytes)).subgraphs[0]  # checked: this reads it again
     unwritten: dict[int, np.ndarray] = {}  # tensor index -> first_run_unwritten's mask
 
     class LayerNamingConverter(tflite_frontend.OperatorConverter):
@@ -312,16 +316,23 @@ def _import_tflite(path: Path, model) -> ImportedModel:
                        tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"]),
                    "UNIDIRECTIONAL_SEQUENCE_LSTM": functools.partial(convert_unidirectional_sequence_lstm, self),
                    **{code: functools.partial(convert_signal, self, unwritten=unwritten) for code in SIGNAL_CONVERTERS}}
-            self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
+            # Where each operator's table starts in the flatbuffer -> its operator index.
+            self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}
+            # TensorFlow's form of a dilated convolution: its operators are ours (the others their converter's).
+            op_names = [self.get_op_code_str(subgraph.Operators(i)) for i in range(subgraph.OperatorsLength())]
+            dilated = DilatedConvolutions(dilated_convolution_chains(graph, op_names))
+            converters = {**self.convert_map, **own}
+            for op in ("SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND", *CONVOLUTIONS, *SIZE_ONE_RESHAPES):
+                converters[op] = dilated.wrap(self, converters[op])
+            self.convert_map = {op: self._named(fn) for op, fn in converters.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
             data_movement = {"DEPTH_TO_SPACE", "PAD", "PADV2", "SLICE", "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQUEEZE",
                              "STRIDED_SLICE", "TRANSPOSE"}
-            self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys() | data_movement
+            self._SUPPORTED_QUANTIZED_OPS = (frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys() | data_movement
+                                             | {"SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND"})
             # GELU: TVM's drops the approximate option (float only: a quantized GELU stays TVM's refusal).
             self.convert_map["GELU"] = self._named(functools.partial(convert_gelu, self, tvm_convert=tvm_gelu))
-            # Where each operator's table starts in the flatbuffer -> its operator index.
-            self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}
 
         def _named(self, convert):
             def convert_and_name(op):

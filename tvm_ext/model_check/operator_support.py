@@ -162,12 +162,14 @@ TFLM_INT16: frozenset[str] = frozenset(
 
 _BOOL = "bool tensors: no int8 kernel in our pipeline"
 _RUNTIME_INDICES = "indices read at run time: no int8 kernel in our pipeline"
-_OPAQUE = "TVM 0.27 imports it as an opaque packed call: no int8 kernel in our pipeline"
+# SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND, which TVM 0.27 imports as opaque packed calls (float too): taken only
+# framing a convolution (`dilated_convolutions`: the model check accepts those), whatever the type.
+DILATION_FRAMES = frozenset({"SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND"})
+DILATION_ONLY = ("only as TensorFlow's form of a dilated convolution: SPACE_TO_BATCH_ND, then CONV_2D or "
+                 "DEPTHWISE_CONV_2D, then BATCH_TO_SPACE_ND, each read by the next alone")
 
 # Why a TFLite Micro int8 registration has no int8 kernel in our pipeline, where there is more to say than that.
 TFLITE_INT8_REFUSALS: dict[str, str] = {
-    "BATCH_TO_SPACE_ND": _OPAQUE,
-    "SPACE_TO_BATCH_ND": _OPAQUE,
     "EMBEDDING_LOOKUP": _RUNTIME_INDICES,
     "GATHER": _RUNTIME_INDICES,
     "GATHER_ND": _RUNTIME_INDICES,
@@ -282,6 +284,8 @@ def tflite_refusal(op: str, quantized: bool, int16_activations: bool = False) ->
         return f"{_STATE}: only its integer form has a stateful kernel in our pipeline"
     if op not in tvm_tflite_ops():
         return "no converter in TVM 0.27"
+    if op in DILATION_FRAMES and not int16_activations:
+        return DILATION_ONLY
     if quantized and op not in TFLM_BUILTINS:
         return "TFLite Micro registers no kernel for it (no reference to be bit-exact with)"
     if quantized and int16_activations and op not in TFLITE_16X8_OPS:

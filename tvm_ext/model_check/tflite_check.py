@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .dilated_convolutions import dilated_convolution_chains
 from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote, refuse_unsupported_operators
 from .tflite_layers import tflite_layer_name
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
 from .limits import (MAX_TENSOR_BYTES, has_c_type, io_problem, operators_problem, oversize_problem, refuse_beyond_limit,
                      shape_problem, tensor_bytes, weights_problem)
-from .operator_support import TFLITE_CUSTOM_CODES, tflite_refusal
+from .operator_support import DILATION_FRAMES, TFLITE_CUSTOM_CODES, tflite_refusal
 from .signal_ops import SIGNAL_OPERATORS, SignalOptionsError, TensorView, operator_problem, read_options
 from .tflite_reader import TfliteModel, TfliteOperator, TfliteQuantization, TfliteSubgraph, TfliteTensor, read_tflite
 from .tflite_versions import known_versions
@@ -86,7 +87,8 @@ def _type_name(code: int) -> str:
     return _enum_names(TensorType).get(code, f"code {code}")
 
 
-def _builtin_names() -> dict[int, str]:
+def builtin_names() -> dict[int, str]:
+    """TFLite builtin operator code -> its name ("CONV_2D")."""
     from tflite.BuiltinOperator import BuiltinOperator
 
     return _enum_names(BuiltinOperator)
@@ -310,7 +312,7 @@ def _weight_bytes(flat: TfliteModel, graph: TfliteSubgraph) -> int:
 
 def _operator_names(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> list[str]:
     """Each operator's name ("CONV_2D", "CUSTOM:Foo", ...), checking its code and version are known."""
-    builtins = _builtin_names()
+    builtins = builtin_names()
     problems = ProblemList(model, ErrorKind.OPERATOR_VERSION, "unknown operator")
     names = []
     for op in graph.operators:
@@ -507,11 +509,19 @@ def _operator_refusals(model: str, graph: TfliteSubgraph, op_names: list[str],
     supported; with `refuse_unsupported`, ModelError(UNSUPPORTED_OPERATOR) listing them instead."""
     refusals: list[str | None] = []
     refused: dict[tuple[str, str], list[str]] = {}
+    # SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND framing a convolution: one dilated convolution to our import.
+    in_dilated_convolutions = {index for chain in dilated_convolution_chains(graph, op_names)
+                               for index in (chain.space_to_batch, chain.batch_to_space)}
     for op, name in zip(graph.operators, op_names, strict=True):
         tensors = [graph.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
         quantized = any(_is_quantized(t) for t in tensors)
         int16 = _has_int16_activations(graph, op)
-        reason = "custom operator" if name.startswith("CUSTOM:") else tflite_refusal(name, quantized, int16)
+        if name.startswith("CUSTOM:"):
+            reason = "custom operator"
+        elif name in DILATION_FRAMES and op.index in in_dilated_convolutions and not int16:
+            reason = None
+        else:
+            reason = tflite_refusal(name, quantized, int16)
         label = f"{'16x8' if int16 else 'int8'} {name}" if quantized else name
         refusals.append(None if reason is None else f"{label} ({reason})")
         if reason is not None:

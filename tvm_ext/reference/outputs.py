@@ -16,7 +16,7 @@ import shutil
 import signal
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 # A reference runtime still running after this many seconds is stopped (the largest shared model takes
 # a few seconds).
 REFERENCE_TIMEOUT_SECONDS = 600
+# The copy of a model with its SPACE_TO_BATCH_ND chains' run-time batches written in, in a run's folder.
+RUN_TIME_BATCHES_MODEL = "run_time_batches.tflite"
 
 
 DIVIDING_OPERATORS = frozenset({"Div", "Mod", "DIV", "FLOOR_DIV", "FLOOR_MOD"})
@@ -201,6 +203,7 @@ class RunningReference:
         self._cases = len(cases)
         self._deadline = time.monotonic() + REFERENCE_TIMEOUT_SECONDS
         self._timeout_seconds = REFERENCE_TIMEOUT_SECONDS
+        self._runtime_note = ""  # what the runtime ran, where not the model file as it is
         with interrupts_held_back():  # the folder and the run exist together, or neither does
             self._folder = Path(tempfile.mkdtemp(prefix="tvm_ext_reference."))
             try:
@@ -210,11 +213,26 @@ class RunningReference:
                 raise
 
     def _start_run(self, request: Request, cases: list[list[np.ndarray]]) -> ServedRun:
+        if request.runtime is Runtime.TFLITE_MICRO:
+            request = self._with_run_time_batches(request)
         request.write(self._folder)
         for case, inputs in enumerate(cases):
             write_arrays(self._folder, case_stem(case, "input"), inputs)
         (self._folder / STDERR_FILE).touch()  # there even if the run ends before it opens it
         return ServedRun(self._folder)
+
+    def _with_run_time_batches(self, request: Request) -> Request:
+        """`request`, on a copy of its model in the folder where the model's SPACE_TO_BATCH_ND chains need their
+        run-time batches written in for TFLite Micro (`dilated_convolutions.with_run_time_batches`)."""
+        from tvm_ext.model_check.dilated_convolutions import with_run_time_batches
+
+        edited = with_run_time_batches(Path(request.model).read_bytes())
+        if edited is None:
+            return request
+        copy = self._folder / RUN_TIME_BATCHES_MODEL
+        copy.write_bytes(edited)
+        self._runtime_note = " on the model with its SPACE_TO_BATCH_ND batches written in"
+        return replace(request, model=str(copy))
 
     def __enter__(self) -> RunningReference:
         return self
@@ -232,7 +250,7 @@ class RunningReference:
             result = json.loads((self._folder / RESULT_FILE).read_text())
             if "error" not in result:
                 return [read_arrays(self._folder, case_stem(case, "output"), result["outputs"])
-                        for case in range(self._cases)], result["runtime"]
+                        for case in range(self._cases)], result["runtime"] + self._runtime_note
             failure = f"cannot run the model: {result['error']}"
         raise ReferenceRuntimeError(f"{self._model_name}: the reference runtime {self._runtime.value} {failure}")
 

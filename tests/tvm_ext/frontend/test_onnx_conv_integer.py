@@ -1,12 +1,17 @@
 """ONNX ConvInteger (no converter in TVM 0.27: refused before) is converted by our importer and matches
-onnxruntime."""
+onnxruntime (with int8 activations, ONNX's reference evaluator: see below)."""
 
 from __future__ import annotations
+
+import ctypes
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from test_e2e_int8_models import shared_library
 
 from tvm_ext.compile import compile
 
@@ -29,5 +34,19 @@ def test_conv_integer_matches_onnxruntime(tmp_path, x_type, attrs):
     model = onnx.shape_inference.infer_shapes(model)
     path = tmp_path / "conv_integer.onnx"
     onnx.save(model, str(path))
-    bundle = compile(path, "lowpower", tmp_path / "out")
-    assert bundle.selftest.passed and "onnxruntime" in bundle.selftest.output
+    if x_type == TensorProto.UINT8:
+        bundle = compile(path, "lowpower", tmp_path / "out")
+        assert bundle.selftest.passed and "onnxruntime" in bundle.selftest.output
+        return
+    # int8 activations: onnxruntime's x86-64 ConvInteger computes them wrongly on a core without VNNI (measured on
+    # an AVX2 AMD EPYC, onnxruntime 1.28 to 1.32: 6 to 20 of 20 random inputs off, also with 5-bit weights), so
+    # the bundle (not self-tested: its reference would be that) is checked against ONNX's reference evaluator.
+    bundle = compile(path, "lowpower", tmp_path / "out", build=False)
+    run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
+    evaluator = ReferenceEvaluator(model)
+    for seed in range(8):
+        x = np.random.default_rng(seed).integers(-128, 128, (1, 2, 7, 7)).astype(np.int8)
+        (expected,) = evaluator.run(None, {"x": x})
+        y = np.zeros(expected.shape, np.int32)
+        assert run(x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p)) == 0
+        np.testing.assert_array_equal(y, expected)

@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import tvm
 from tvm import relax
+
+from .call_tree import find_call, with_call_replaced
 
 _CONV2D_TRANSPOSE = "relax.nn.conv2d_transpose"
 
@@ -40,23 +41,15 @@ def _output_padding(conv: relax.Call, input_hw: list[int], kernel_hw: list[int],
 
 def _with_output_padding(expr: relax.Expr, output_padding: list[int]) -> relax.Expr:
     """``expr`` (TVM's converted TRANSPOSE_CONV, a tree of calls) with its conv2d_transpose's output_padding."""
-    if not isinstance(expr, relax.Call):
-        return expr
-    if isinstance(expr.op, tvm.ir.Op) and expr.op.name == _CONV2D_TRANSPOSE:
-        a = expr.attrs
+
+    def rebuild(call: relax.Call) -> relax.Expr:
+        a = call.attrs
         return relax.op.nn.conv2d_transpose(
-            expr.args[0], expr.args[1], strides=a.strides, padding=a.padding, output_padding=output_padding,
+            call.args[0], call.args[1], strides=a.strides, padding=a.padding, output_padding=output_padding,
             dilation=a.dilation, groups=a.groups, data_layout=a.data_layout, kernel_layout=a.kernel_layout,
             out_layout=a.out_layout, out_dtype=a.out_dtype)
-    return relax.Call(expr.op, [_with_output_padding(arg, output_padding) for arg in expr.args], expr.attrs,
-                      expr.ty_args)
 
-
-def _conv2d_transpose_in(expr: relax.Expr) -> relax.Call:
-    """The conv2d_transpose call inside TVM's converted TRANSPOSE_CONV ``expr``."""
-    while expr.op.name != _CONV2D_TRANSPOSE:
-        expr = expr.args[0]
-    return expr
+    return with_call_replaced(expr, _CONV2D_TRANSPOSE, rebuild)
 
 
 def convert_transpose_conv(converter, op, tvm_convert: Callable[[object], relax.Expr]) -> relax.Expr:
@@ -70,7 +63,7 @@ def convert_transpose_conv(converter, op, tvm_convert: Callable[[object], relax.
     if output_shape.buffer.DataLength() == 0:  # a graph input, not a constant
         converter.static_values[output_shape.tensor_idx] = np.array([int(d) for d in shape_of(output)], np.int32)
     converted = tvm_convert(op)
-    output_padding = _output_padding(_conv2d_transpose_in(converted), [int(d) for d in shape_of(data)[1:3]],
+    output_padding = _output_padding(find_call(converted, _CONV2D_TRANSPOSE), [int(d) for d in shape_of(data)[1:3]],
                                      [int(d) for d in shape_of(weights)[1:3]],
                                      [int(d) for d in shape_of(output)[1:3]])
     if any(output_padding):
