@@ -39,11 +39,11 @@ class NormalCalibration(quantization.CalibrationDataReader):
 def session(model: Path | bytes, optimized: Path | None = None) -> onnxruntime.InferenceSession:
     """onnxruntime's CPU session as the compiler's reference runs it (tvm_ext.reference.runtimes); ``optimized``:
     where onnxruntime writes the graph it runs (its fused operators)."""
-    options = reference_session_options()
+    data = model if isinstance(model, bytes) else Path(model).read_bytes()
+    options = reference_session_options(data)
     if optimized is not None:
         options.optimized_model_filepath = str(optimized)
-    return onnxruntime.InferenceSession(model if isinstance(model, bytes) else str(model), options,
-                                        providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 
 def full_range_inputs(reference: onnxruntime.InferenceSession, float_scale: float = 2.0) -> Inputs:

@@ -637,11 +637,16 @@ def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
 def start_reference_file(checked: Checked, imported: Imported) -> RunningReference:
     """The model file's reference runtime started on the self-test's input cases, in a process of its own (which
     reads the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
-    from tvm_ext.reference.outputs import runs_on_tflite_micro, start_reference
+    from tvm_ext.model_check.dilated_convolutions import with_run_time_batches
+    from tvm_ext.model_check.facts import ModelFormat
+    from tvm_ext.reference.outputs import ReferenceCopy, runs_on_tflite_micro, start_reference
 
     model = imported.model
+    parsed = checked.parsed
+    edited = with_run_time_batches(parsed.data, parsed.root) if parsed.format is ModelFormat.TFLITE else None
+    copy = None if edited is None else ReferenceCopy(edited, "the model with its SPACE_TO_BATCH_ND batches written in")
     return start_reference(checked.path, checked.facts.format.value, imported.cases, model.inputs,
-                           len(model.outputs), runs_on_tflite_micro(checked.facts))
+                           len(model.outputs), runs_on_tflite_micro(checked.facts), copy)
 
 
 def reference_file(running: RunningReference, imported: Imported) -> Referenced:

@@ -86,9 +86,10 @@ def dilated_convolution_chains(graph: TfliteSubgraph, op_names: list[str]) -> tu
     return tuple(chains)
 
 
-def with_run_time_batches(data: bytes) -> bytes | None:
-    """A copy of the TFLite file `data` in which the tensors inside each chain have the batch they hold at run time
-    (the product of the SPACE_TO_BATCH_ND's block sizes), or None when no tensor needs it.
+def with_run_time_batches(data: bytes, root) -> bytes | None:
+    """A copy of the TFLite file `data` (parsed: its `tflite.Model` table `root`) in which the tensors inside each
+    chain have the batch they hold at run time (the product of the SPACE_TO_BATCH_ND's block sizes), or None when
+    no tensor needs it.
 
     TF 2.21's converter writes their batch as 1 (dynamic in the shape signature). LiteRT resizes them when it
     runs; TFLite Micro sizes every tensor from the file alone, so on the file as written its convolution computes
@@ -102,7 +103,7 @@ def with_run_time_batches(data: bytes) -> bytes | None:
     from .tflite_reader import read_tflite
 
     names = builtin_names()
-    flat = read_tflite("model", tflite.Model.GetRootAsModel(data, 0), len(data))
+    flat = read_tflite("model", root, len(data))
     graph = flat.subgraphs[0]
     op_names = [names.get(flat.opcodes[op.opcode_index].builtin_code, "") for op in graph.operators]
     batches: dict[int, int] = {}  # tensor index -> its run-time batch

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 # A reference runtime still running after this many seconds is stopped (the largest shared model takes
 # a few seconds).
 REFERENCE_TIMEOUT_SECONDS = 600
-# The copy of a model with its SPACE_TO_BATCH_ND chains' run-time batches written in, in a run's folder.
-RUN_TIME_BATCHES_MODEL = "run_time_batches.tflite"
+# A ReferenceCopy's file, in a run's folder.
+REFERENCE_COPY_FILE = "model_copy"
 
 
 DIVIDING_OPERATORS = frozenset({"Div", "Mod", "DIV", "FLOOR_DIV", "FLOOR_MOD"})
@@ -139,6 +139,16 @@ def _is_integer_model(specs: list[TensorSpec]) -> bool:
     return any(np.dtype(s.dtype).kind in "iu" for s in specs)
 
 
+@dataclass(frozen=True)
+class ReferenceCopy:
+    """Bytes the reference runtime runs instead of the model file: the model as the compile edited it for that
+    runtime (`data`), and what changed, for the runtime's name in messages and reports (`change`, "the model with
+    ...")."""
+
+    data: bytes
+    change: str
+
+
 class ReferenceRuntimeError(Exception):
     """The reference runtime cannot run the model; the message names the runtime and its complaint."""
 
@@ -170,10 +180,11 @@ def runs_on_tflite_micro(facts) -> bool:
 
 
 def start_reference(path: Path, model_format: str, cases: list[list[np.ndarray]], input_specs: list[TensorSpec],
-                    num_outputs: int, micro_operators: bool = False) -> RunningReference:
+                    num_outputs: int, micro_operators: bool = False,
+                    micro_copy: ReferenceCopy | None = None) -> RunningReference:
     """The reference runtime started on each of `cases` (one array per model input each), each case from the
-    model's initial state, in its process, to be awaited with `result()` (see RunningReference); the other
-    arguments are run_reference's."""
+    model's initial state, in its process, to be awaited with `result()` (see RunningReference); `micro_copy`: what
+    TFLite Micro runs instead of the file, if it is the runtime; the other arguments are run_reference's."""
     if model_format == "onnx":
         runtime = Runtime.ONNXRUNTIME
     elif micro_operators or _is_integer_model(input_specs):
@@ -181,7 +192,7 @@ def start_reference(path: Path, model_format: str, cases: list[list[np.ndarray]]
     else:
         runtime = Runtime.LITERT
     request = Request(runtime, str(path.resolve()), tuple(s.name for s in input_specs), num_outputs, len(cases))
-    return RunningReference(path.name, request, cases)
+    return RunningReference(path.name, request, cases, micro_copy if runtime is Runtime.TFLITE_MICRO else None)
 
 
 class RunningReference:
@@ -197,7 +208,8 @@ class RunningReference:
     process has to read a pipe meanwhile (no thread).
     """
 
-    def __init__(self, model_name: str, request: Request, cases: list[list[np.ndarray]]) -> None:
+    def __init__(self, model_name: str, request: Request, cases: list[list[np.ndarray]],
+                 copy: ReferenceCopy | None = None) -> None:
         self._model_name = model_name
         self._runtime = request.runtime
         self._cases = len(cases)
@@ -207,32 +219,21 @@ class RunningReference:
         with interrupts_held_back():  # the folder and the run exist together, or neither does
             self._folder = Path(tempfile.mkdtemp(prefix="tvm_ext_reference."))
             try:
-                self._run = self._start_run(request, cases)
+                self._run = self._start_run(request, cases, copy)
             except BaseException:
                 shutil.rmtree(self._folder, ignore_errors=True)
                 raise
 
-    def _start_run(self, request: Request, cases: list[list[np.ndarray]]) -> ServedRun:
-        if request.runtime is Runtime.TFLITE_MICRO:
-            request = self._with_run_time_batches(request)
+    def _start_run(self, request: Request, cases: list[list[np.ndarray]], copy: ReferenceCopy | None) -> ServedRun:
+        if copy is not None:
+            (self._folder / REFERENCE_COPY_FILE).write_bytes(copy.data)
+            request = replace(request, model=str(self._folder / REFERENCE_COPY_FILE))
+            self._runtime_note = f" on {copy.change}"
         request.write(self._folder)
         for case, inputs in enumerate(cases):
             write_arrays(self._folder, case_stem(case, "input"), inputs)
         (self._folder / STDERR_FILE).touch()  # there even if the run ends before it opens it
         return ServedRun(self._folder)
-
-    def _with_run_time_batches(self, request: Request) -> Request:
-        """`request`, on a copy of its model in the folder where the model's SPACE_TO_BATCH_ND chains need their
-        run-time batches written in for TFLite Micro (`dilated_convolutions.with_run_time_batches`)."""
-        from tvm_ext.model_check.dilated_convolutions import with_run_time_batches
-
-        edited = with_run_time_batches(Path(request.model).read_bytes())
-        if edited is None:
-            return request
-        copy = self._folder / RUN_TIME_BATCHES_MODEL
-        copy.write_bytes(edited)
-        self._runtime_note = " on the model with its SPACE_TO_BATCH_ND batches written in"
-        return replace(request, model=str(copy))
 
     def __enter__(self) -> RunningReference:
         return self

@@ -3,7 +3,7 @@
 
 A runtime may crash on a model (LiteRT segfaults on some malformed files) or hang; in a process of its own
 that takes only that process down, and `tvm_ext.reference.outputs` reports it in one line. This module imports
-neither TVM nor the compiler, only numpy and the runtimes it runs.
+neither TVM nor the compiler, only numpy, the runtimes it runs and onnx (to read an ONNX file's tensor types).
 
 The exchange, all in FOLDER (written by the parent, private to one run):
 - in: `request.json` (a `Request`), `case<c>_input<i>.npy` for each case c and each model input i in order;
@@ -40,6 +40,11 @@ MAX_ERROR_CHARS = 240
 # float32 (a float convolution of the dequantized values, whose sum no C compiler orders as MLAS does, rarely
 # one rounding away from the integer result) and first makes int8 pairs uint8, which changes which Adds it fuses.
 ONNXRUNTIME_INTEGER_QDQ = ("session.qdqisint8allowed", "1")
+# onnxruntime's session option for exact uint8 x int8 products on x86-64 without VNNI (AVX2, AVX-512 before VNNI):
+# there its kernels add them in pairs in int16 (VPMADDUBSW), saturating, unless it widens them (onnxruntime
+# PR 12088, issue 14642); on other hosts it changes nothing. Set only for a model holding uint8 tensors: with it,
+# onnxruntime 1.32 finds no kernel for an int8 x int8 per-channel QLinearConv.
+ONNXRUNTIME_EXACT_UINT8 = ("session.x64quantprecision", "1")
 # onnxruntime's threads per operator: one, as a bundle runs. MLAS splits a float convolution's output pixels
 # among its threads and the pixels each thread computes decide how it blocks the sum over the taps
 # (tvm_ext.codegen.fused_float_products): with the host's default (its cores) the reference would depend on it.
@@ -122,23 +127,41 @@ def readable_error(err: Exception) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
-def reference_session_options():
-    """onnxruntime's SessionOptions as the reference runs a model: errors only in its log, every QDQ group fused
-    (ONNXRUNTIME_INTEGER_QDQ), one thread per operator (ONNXRUNTIME_THREADS)."""
+def reference_session_options(model: bytes):
+    """onnxruntime's SessionOptions as the reference runs the ONNX file `model`: errors only in its log, every QDQ
+    group fused (ONNXRUNTIME_INTEGER_QDQ), one thread per operator (ONNXRUNTIME_THREADS), uint8 x int8 products
+    exact (ONNXRUNTIME_EXACT_UINT8) where the model holds uint8 tensors."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings about old opsets are not ours to print
     options.add_session_config_entry(*ONNXRUNTIME_INTEGER_QDQ)
+    if _holds_uint8_tensors(model):
+        options.add_session_config_entry(*ONNXRUNTIME_EXACT_UINT8)
     options.intra_op_num_threads = ONNXRUNTIME_THREADS
     return options
+
+
+def _holds_uint8_tensors(model: bytes) -> bool:
+    """Whether the ONNX file `model` has a uint8 graph input, output or constant (a quantized activation's zero
+    point, or weights); False for bytes that are no ONNX file (onnxruntime then says what is wrong)."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        graph = onnx.load_from_string(model).graph
+    except DecodeError:
+        return False
+    uint8 = onnx.TensorProto.UINT8
+    return (any(t.data_type == uint8 for t in graph.initializer)
+            or any(v.type.tensor_type.elem_type == uint8 for v in (*graph.input, *graph.output)))
 
 
 def _run_onnxruntime(request: Request, cases: list[list[np.ndarray]]) -> tuple[list[list[np.ndarray]], str]:
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(_model_bytes(request), reference_session_options(),
-                                           providers=["CPUExecutionProvider"])
+    model = _model_bytes(request)
+    session = onnxruntime.InferenceSession(model, reference_session_options(model), providers=["CPUExecutionProvider"])
     outputs = [session.run(None, dict(zip(request.input_names, inputs, strict=True))) for inputs in cases]
     return outputs, f"onnxruntime {onnxruntime.__version__}"
 
