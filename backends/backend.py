@@ -447,6 +447,11 @@ class KernelSchedules:
     """The most window taps of an int8 DEPTHWISE_CONV_2D (int8 data, depth multiplier 1, channels a multiple of 4)
     whose weights the int8 lowering widens to int16 (`tvm_ext.transform.int8.conv`), for a core whose depthwise
     helpers then read a tap's weights without widening them (twice the weights' bytes); 0: never widened."""
+    channel_requantization: bool = False
+    """Whether the int8 lowering gives an int8 CONV_2D's and DEPTHWISE_CONV_2D's requantization one multiplier and shift
+    per output channel (constant arrays, 5 B a channel) even where every channel's are the same (per-tensor weights),
+    for a core whose fast convolution helpers requantize from per-channel constants only (`tvm_ext.transform.int8.conv`);
+    False: per-tensor requantization stays immediates in the kernel."""
     widened_16x8_weights: bool = False
     """Whether the int8 lowering widens a 16x8 CONV_2D's or FULLY_CONNECTED's int8 weights to int16 where its sums stay
     within int32 and the flash holds them (`tvm_ext.transform.int8.mac.widened_16x8`), for a core whose dual MAC then

@@ -514,6 +514,11 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # a 16x8 CONV_2D's and FULLY_CONNECTED's weights as int16, a word of them one SMLAD with a word of inputs
         # (`dual_mac_w16.h.in`; measured on cortex-m4f; Helium keeps its int8 weights' helpers until measured)
         widened_16x8_weights=dsp_only,
+        # per-tensor convolutions requantize from per-channel constants too: the DSP and Helium convolution helpers
+        # (window1_conv, the fused pair and conv tiles, the depthwise runs) take no immediates (measured on cortex-m4f:
+        # a ResNet-18 at width 6 on 52x44 with per-tensor weights 3,548,516 -> 2,476,341 instructions, as its
+        # per-channel twin's 2,476,239; code 13,480 -> 15,084 B, 670 instructions a byte)
+        channel_requantization=has_dsp_extension(profile),
         pad_runs=dsp_only,
         # CONCATENATION's runs of 3 bytes more than whole words as whole words: the copy helper's unaligned word on
         # every DSP core (Armv7E-M, Armv8-M Mainline; measured on cortex-m4f)

@@ -3,8 +3,8 @@
 
 One model of one layer per case, each with its own input and output: 1, 2, 3 and 4 input channels to 2, 5, 7 and 16
 output channels (the weights' rows of 1-3 bytes: the last channel's read a byte at a time), an image of one pixel and
-odd pixel counts; and a 1x1 layer stepping two pixels and one of a single output channel (a per-tensor
-requantization), which keep other kernels. The bundle's self-test under QEMU
+odd pixel counts, and one of a single output channel (its one multiplier and shift the per-channel constants of
+`KernelSchedules.channel_requantization`); and a 1x1 layer stepping two pixels, which keeps another kernel. The bundle's self-test under QEMU
 compares every output with TFLite Micro's.
 """
 
@@ -21,8 +21,8 @@ from tflite_builder import ModelBuilder, Options, Quantization, Tensor, build  #
 
 INPUT_QUANT = Quantization((0.05,), (-3,))
 # (image height, width, input channels, output channels, stride)
-POINTWISE = ((12, 12, 3, 7, 1), (5, 3, 1, 5, 1), (4, 7, 2, 16, 1), (3, 5, 4, 2, 1), (1, 1, 3, 7, 1))
-OTHER = ((6, 6, 3, 7, 2), (3, 5, 4, 1, 1))  # two pixels a step; one output channel (its requantization per tensor)
+POINTWISE = ((12, 12, 3, 7, 1), (5, 3, 1, 5, 1), (4, 7, 2, 16, 1), (3, 5, 4, 2, 1), (1, 1, 3, 7, 1), (3, 5, 4, 1, 1))
+OTHER = ((6, 6, 3, 7, 2),)  # two pixels a step
 
 
 def _model(cases, seed: int = 0) -> bytes:

@@ -4,8 +4,8 @@ host (the helper's portable C). On cortex-m55, Helium's `<prefix>_requantize_s8`
 ones; helium_requantize.h.in) on MVE, a one-pixel loop over a convolution's channel tiles fused into one call of
 `<prefix>_conv_tiles_s8` or `_s8_b16` (helium_conv_tiles.h.in); on cortex-m4f, the DSP core's `<prefix>_requantize_small_s8` or
 `_small_s8_b16` (requantize_small.h.in) for the layers of the "double_small" rounding, a one-pixel loop fused into
-one call of `<prefix>_conv_tiles_s8x4` or `_s8x4_b16` (conv_tiles_s8x4.h.in). A per-tensor layer's epilogue
-(constant multiplier and shift, which neither helper takes) stays scalar and exact too."""
+one call of `<prefix>_conv_tiles_s8x4` or `_s8x4_b16` (conv_tiles_s8x4.h.in). A per-tensor layer's epilogue takes the
+same helpers, its one multiplier and shift repeated per channel (`KernelSchedules.channel_requantization`)."""
 from __future__ import annotations
 
 import re
@@ -72,6 +72,14 @@ def host_selftest_passes(out_dir) -> None:
     assert host.returncode == 0 and "PASS" in host.stdout, host.stdout
 
 
+def _per_tensor_layer_takes_channel_constants(kernels: str) -> bool:
+    """Whether the 6-channel per-tensor 1x1 layer's kernel takes per-channel multipliers and shifts (the helpers'
+    operands) and requantizes with no scalar epilogue."""
+    per_tensor = re.search(r"void \w+_conv_2d_1x1_s1_7x6x6\(([^)]*)\) \{(.*?)\n\}", kernels, re.S)
+    return (per_tensor is not None and "const int32_t* multiplier" in per_tensor.group(1)
+            and "_requantize_double_small(" not in per_tensor.group(2))
+
+
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 
 
@@ -101,8 +109,9 @@ def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path)
     # unpaired ones (int32 biases), all on the border where the pairs cover the interior's even width (its
     # one-pixel interior branch reached by none: backends/cortex_m/schedules/unreached_branches.py), on their
     # copied windows
-    assert re.search(r"_conv_tiles_s8_b16\(", kernels) and re.search(r"_conv_tiles_s8\(", kernels), kernels
-    assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
+    # (the two 1x1 layers', the per-tensor one's among them, in one shared copy)
+    assert re.search(r"_conv_tiles_shared_s8_b16\(", kernels) and re.search(r"_conv_tiles_s8\(", kernels), kernels
+    assert _per_tensor_layer_takes_channel_constants(kernels)
     assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable lanes
 
@@ -117,5 +126,5 @@ def test_dsp_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
     # one pixel's channel tiles in one call of the DSP fused helper, the sums started at the biases
     # (backends/cortex_m/schedules/conv_tiles.py, DSP_CONV_TILES): the 3x3 layer's unpaired ones (int32 biases)
     assert re.search(r"_conv_tiles_s8x4\(", kernels), kernels
-    assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
+    assert _per_tensor_layer_takes_channel_constants(kernels)
     host_selftest_passes(bundle.out_dir)

@@ -30,11 +30,11 @@ RELU, RELU6 = 1, 3
 IMAGE = (15, 12)
 
 
-def _one_channel_model(layers: list[dict], in_c: int = 1) -> bytes:
+def _one_channel_model(layers: list[dict], in_c: int = 1, per_tensor: bool = False) -> bytes:
     """One int8 input [1, 15, 12, in_c] (scale 0.05, zero point -3) and one layer per entry of `layers` on it, each a
     model output: kind "CONV_2D" (weights [O, KH, KW, in_c]) or "DEPTHWISE_CONV_2D" (in_c 1: weights [1, KH, KW, O]), window
     "kernel" (KH, KW), "stride" (H, W), "dilation" (H, W), "padding", "channels", "activation" and the output's
-    zero point "zero_point"; per-channel weight scales; with "leaky" a LEAKY_RELU (alpha 0.1) after the layer, the
+    zero point "zero_point"; per-channel weight scales (``per_tensor``: one scale for all); with "leaky" a LEAKY_RELU (alpha 0.1) after the layer, the
     model output in its place ("only") or beside it ("also")."""
     rng = np.random.default_rng(29)
     b = ModelBuilder()
@@ -43,11 +43,12 @@ def _one_channel_model(layers: list[dict], in_c: int = 1) -> bytes:
     for index, layer in enumerate(layers):
         (kh, kw), (sh, sw), (dh, dw), cout = layer["kernel"], layer["stride"], layer["dilation"], layer["channels"]
         depthwise = layer["kind"] == "DEPTHWISE_CONV_2D"
-        scales = tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
+        scales = (0.005,) if per_tensor else tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
         shape = (1, kh, kw, cout) if depthwise else (cout, kh, kw, in_c)
-        w = b.add(Tensor(f"l{index}/w", shape, "int8", Quantization(scales, (0,) * cout, 3 if depthwise else 0),
+        w = b.add(Tensor(f"l{index}/w", shape, "int8", Quantization(scales, (0,) * len(scales), 3 if depthwise else 0),
                          rng.integers(-127, 128, shape).astype(np.int8)))
-        bias = b.add(Tensor(f"l{index}/b", (cout,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * cout),
+        bias = b.add(Tensor(f"l{index}/b", (cout,), "int32",
+                            Quantization(tuple(0.05 * s for s in scales), (0,) * len(scales)),
                             rng.integers(-3000, 3000, cout).astype(np.int32)))
         if layer["padding"] == SAME:
             out_hw = tuple(-(-n // s) for n, s in zip(IMAGE, (sh, sw)))
@@ -106,6 +107,18 @@ def test_few_channel_windows_are_one_helper_call_and_stay_bit_exact(tmp_path, in
     helper = {name for name, body in kernels.items() if any("_window1_conv_s8(" in line for line in body)}
     assert sorted(helper) == sorted(name for name in kernels if re.search(expected, name)), kernels
     assert len(kernels) == len(layers), list(kernels)
+
+
+@needs_cross_tools
+def test_per_tensor_weights_take_the_helper_of_their_per_channel_twin(tmp_path):
+    """A layer of one weight scale (per-tensor, as TFLite's converter writes with per-channel quantization off)
+    requantizes from per-channel constants too (`KernelSchedules.channel_requantization`), so it takes the same helper:
+    its multiplier and shift repeated per output channel, bit-exact."""
+    layers = [_layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 6, RELU, -128),  # an RGB stem of six channels
+              _layer("CONV_2D", (5, 3), (1, 2), (1, 1), VALID, 5)]
+    kernels = kernels_bit_exact_everywhere(tmp_path, "per_tensor", _one_channel_model(layers, 3, per_tensor=True))
+    helper = {name for name, body in kernels.items() if any("_window1_conv_s8(" in line for line in body)}
+    assert sorted(helper) == sorted(kernels) and len(kernels) == len(layers), kernels
 
 
 @needs_cross_tools

@@ -96,7 +96,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     mac = MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                     shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
                     weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
-                    paired_weights=paired, weight_length=length, padded_units=padded, macs=macs, tiled_rows=tiled)
+                    paired_weights=paired, weight_length=length, padded_units=padded, macs=macs, tiled_rows=tiled,
+                    channel_constants=ctx.channel_requantization)
     if depthwise:
         return replace(mac, widened_weights=True) if _widens(ctx, mac, data.tensor, conv) else mac
     return widened_16x8(mac, ctx) if kernel is conv2d_int8 else mac

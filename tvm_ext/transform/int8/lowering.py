@@ -179,6 +179,9 @@ class LoweringContext:
     """The most window taps of an int8 DEPTHWISE_CONV_2D whose weights are widened to int16
     (``backends.backend.KernelSchedules.widened_depthwise_taps``; 0: never), where ``flash_budget`` grants their
     bytes."""
+    channel_requantization: bool = False
+    """Whether an int8 CONV_2D or DEPTHWISE_CONV_2D requantizes from per-channel constants even where its channels'
+    are all the same (``backends.backend.KernelSchedules.channel_requantization``; ``MacKernel.channel_constants``)."""
     widened_16x8_weights: bool = False
     """Whether a 16x8 CONV_2D's or FULLY_CONNECTED's int8 weights are widened to int16 where its sums stay within
     int32 (``backends.backend.KernelSchedules.widened_16x8_weights``; ``mac.widened_16x8``), where ``flash_budget``

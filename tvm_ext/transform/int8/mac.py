@@ -99,6 +99,10 @@ class MacKernel:
     # them: an int8 DEPTHWISE_CONV_2D's (`_widens` in tvm_ext.transform.int8.conv), a 16x8 CONV_2D's or
     # FULLY_CONNECTED's (`widened_16x8`).
     widened_weights: bool = False
+    # int8 CONV_2D and DEPTHWISE_CONV_2D: the kernel takes one multiplier and shift per output channel even where
+    # every channel's are the same (per-tensor weights), for the backend's helpers that requantize from per-channel
+    # constants only (`LoweringContext.channel_requantization`).
+    channel_constants: bool = False
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
@@ -116,9 +120,13 @@ class MacKernel:
         if sixteen_by_eight and self.output_zero_point == 0:
             multipliers, shifts, form = _prepare_16x8(self.multipliers, self.shifts, bias_values,
                                                       reach if int32_sums else None)
-        if np.all(multipliers == multipliers[0]) and np.all(shifts == shifts[0]):
+        uniform = np.all(multipliers == multipliers[0]) and np.all(shifts == shifts[0])
+        if uniform and not (self.channel_constants and not sixteen_by_eight):
             multiplier, shift, channel_tensors = int(multipliers[0]), int(shifts[0]), {}
         else:
+            channels = int(self.core.ty.shape[-1])  # a per-tensor layer's one entry, repeated per output channel
+            multipliers, shifts = (np.broadcast_to(values, (channels,)) if uniform else values
+                                   for values in (multipliers, shifts))
             multiplier, shift = 0, 0
             channel_tensors = {"multiplier": relax.const(multipliers.astype(np.int32))}
             if form is not Multipliers16x8.HIGH_MUL:
