@@ -214,11 +214,11 @@ def _transpose_call(loop: tirx.For) -> Optional[tirx.Stmt]:
     try:
         steps = []
         for buffer, indices in accesses:
-            at = [_nest_offset(buffer, indices, {i: di, j: dj}) for di, dj in ((0, 0), (1, 0), (0, 1))]
+            at = [nest_offset(buffer, indices, {i: di, j: dj}) for di, dj in ((0, 0), (1, 0), (0, 1))]
             row_step, col_step = at[1] - at[0], at[2] - at[0]
             # in the buffer's shape over the whole nest (no index wrapping into another dimension): its far
             # corner where the steps put it
-            if _nest_offset(buffer, indices, {i: rows - 1, j: cols - 1}) \
+            if nest_offset(buffer, indices, {i: rows - 1, j: cols - 1}) \
                     != at[0] + row_step * (rows - 1) + col_step * (cols - 1):
                 return None
             steps.append((row_step, col_step))
@@ -339,10 +339,10 @@ def _run_starts(loop: tirx.For, store: tirx.BufferStore, loads: tuple,
 def _flat_offset(buffer: tirx.Buffer, indices, var: tirx.Var, value: int, operators: dict = INDEX_OPERATORS) -> int:
     """The row-major element offset ``indices`` (of the binary ``operators``) reach in ``buffer`` with ``var``
     at ``value`` and every other variable at 0."""
-    return _nest_offset(buffer, indices, {var: value}, operators)
+    return nest_offset(buffer, indices, {var: value}, operators)
 
 
-def _nest_offset(buffer: tirx.Buffer, indices, values: dict, operators: dict = INDEX_OPERATORS) -> int:
+def nest_offset(buffer: tirx.Buffer, indices, values: dict, operators: dict = INDEX_OPERATORS) -> int:
     """The row-major element offset ``indices`` (of the binary ``operators``) reach in ``buffer`` with the variables
     of ``values`` at theirs and every other variable at 0."""
     at: defaultdict = defaultdict(int, values)
