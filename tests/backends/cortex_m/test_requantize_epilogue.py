@@ -97,20 +97,16 @@ def bit_exact_bundle(tmp_path, name: str, model_bytes: bytes, target: str, board
 @needs_cross_tools
 def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "epilogues", _epilogue_model(), "cortex-m55", "mps3-an547")
-    # the 3x3 layer's pixel pairs: the dual MAC's and the epilogue's calls of their channel tiles in one call of the
-    # out-of-line pair tiles (backends/cortex_m/schedules/pair_tiles.py, HELIUM_PAIR_TILES)
-    assert re.search(r"_pair_tiles_shared_s8\(", kernels), kernels
     # the depthwise layer (int16 biases, one tile of 8) requantizes inside its fused call, the bundle's one 3x3
     # depthwise kernel's interior inlined (no copy to share: backends/cortex_m/schedules/depthwise_tiles.py,
     # shared_tiles)
     assert re.search(r"_depthwise_tiles_s8_b16\(", kernels), kernels
     # one pixel's channel tiles in one call of the fused helper, the tiles' accumulators never stored
-    # (backends/cortex_m/schedules/conv_tiles.py): the 1x1 layer's pixels (int16 biases), the 3x3 layer's
-    # unpaired ones (int32 biases), all on the border where the pairs cover the interior's even width (its
-    # one-pixel interior branch reached by none: backends/cortex_m/schedules/unreached_branches.py), on their
-    # copied windows
-    # (the two 1x1 layers', the per-tensor one's among them, in one shared copy)
+    # (backends/cortex_m/schedules/conv_tiles.py): the 1x1 layers' pixels (int16 biases; the per-tensor one's among
+    # them, the two in one shared copy) and the 3x3 layer's (int32 biases) on its copied window: its 24-byte rows,
+    # under two vectors (border_window.HELIUM_SHORT_ROW_BYTES), each one call of the ascending copy inside the image
     assert re.search(r"_conv_tiles_shared_s8_b16\(", kernels) and re.search(r"_conv_tiles_s8\(", kernels), kernels
+    assert re.search(r"_copy_ascending\([^;]*, 24, 1\);", kernels), kernels
     assert _per_tensor_layer_takes_channel_constants(kernels)
     assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable lanes
