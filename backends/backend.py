@@ -204,8 +204,8 @@ class MacSchedules(Protocol):
     pixel, scratch=None)`, two neighbouring pixels of a padded convolution's row, on the border, with their windows
     copied and one two-pixel call per channel tile (`backends.cortex_m.schedules.border_window.paired_windows`);
     `branch_accumulators` (a bool), each branch of a split border its own accumulators
-    (`tvm_ext.schedule.border_split`); `collapses_border(image_dtypes, taps)` (a frozenset of the image's element
-    types, the window's taps -> bool), whether the backend's later pass makes the border rectangles of such a
+    (`tvm_ext.schedule.border_split`); `collapses_border(image_dtypes, window)` (a frozenset of the image's element
+    types, the window's taps per axis, rows first -> bool), whether the backend's later pass makes the border rectangles of such a
     depthwise window one helper call (so `border_split` cuts its border into rectangles however many: they do not
     grow the code); `whole_channel_tile` (a bool), an integer reduction of exactly the
     profile's tile of output channels taken as one tile, so it reaches the helpers (else its scalar loop nest);

@@ -4,7 +4,8 @@
  * lp_depthwise_border_s8_b16 (a border pixel: a window of up to 3 x 3 taps of which a clipped box, at every place
  * and of every size, the empty one too, lies in the image and the other taps read the padding value, -128, 0,
  * 127, 1 or -3), and where the window is 3 x 3 the out-of-line lp_depthwise_border3x3_s8 and _b16 and their
- * twins running the interior's copy on the copied window, lp_depthwise_border3x3_shared_s8 and _b16, and (in every
+ * twins running the interior's copy on the copied window, lp_depthwise_border3x3_shared_s8 and _b16, where the window
+ * is 5 x 5 the out-of-line lp_depthwise_border5x5_s8 and _b16 (its window past the others' on the stack), and (in every
  * case, as an interior pixel of the same window) lp_depthwise_tiles3x3_s8 and _b16, where the window is 5 x 5
  * lp_depthwise_tiles5x5_s8 and _b16 (likewise; the one window past 4 x 4), where the window is one row
  * (of 0 to 4 taps) the out-of-line lp_depthwise_tiles1xn_s8 and _b16 (likewise as an interior pixel), against the
@@ -109,6 +110,23 @@ CALLS int32_t border3x3_calls(const call_case *k, int8_t *shared, int8_t *shared
                                                     k->channels);
 }
 
+/* A border pixel of a 5 x 5 window: the out-of-line border copies. */
+CALLS int32_t border5x5_calls(const call_case *k, int8_t *out, int8_t *out16)
+{
+    const depthwise_layout *l = &k->l;
+    const inside_box *in = &k->inside;
+    int32_t returned = lp_depthwise_border5x5_s8(guarded_copy(0, out, k->channels), k->x, k->w, k->bias,
+                                                 k->multiplier, k->shift, k->zero_point, l->x_row_stride,
+                                                 l->x_col_stride, l->w_row_stride, l->w_col_stride, k->rows, k->cols,
+                                                 in->top, in->left, in->rows, in->cols, in->value, k->channels);
+    guarded_back(0, out, k->channels);
+    return returned | lp_depthwise_border5x5_s8_b16(guarded_copy(0, out16, k->channels), k->x, k->w, k->bias16,
+                                                    k->multiplier, k->shift, k->zero_point, l->x_row_stride,
+                                                    l->x_col_stride, l->w_row_stride, l->w_col_stride, k->rows,
+                                                    k->cols, in->top, in->left, in->rows, in->cols, in->value,
+                                                    k->channels);
+}
+
 /* A border pixel of any other window. */
 CALLS int32_t border_calls(const call_case *k, int8_t *out, int8_t *out16)
 {
@@ -196,7 +214,7 @@ int main(void)
                     static const int32_t values[] = {-128, 0, 127, 1, -3};
                     /* a border pixel where its window fits the helper's (every other case, at every place and
                        size of the part inside the image), else an interior one */
-                    const int border = cases % 2 && rows <= 3 && cols <= 3;
+                    const int border = cases % 2 && ((rows <= 3 && cols <= 3) || (rows == 5 && cols == 5));
                     inside_box inside = {0, 0, rows, cols, values[cases % 5]};
                     if (border) {
                         inside.top = (cases / 2) % (rows + 1);
@@ -205,6 +223,7 @@ int main(void)
                         inside.cols = cols - inside.left - (cases / 7) % (cols - inside.left + 1);
                     }
                     const int three = border && rows == 3 && cols == 3 && cases % 4 == 1;
+                    const int five = border && rows == 5;
                     /* every buffer exactly what the call reads and writes, against no-access memory; each
                        output in turn */
                     const int8_t *const g_x = guarded_copy(1, xo, guarded_box(inside.rows, inside.cols,
@@ -219,6 +238,7 @@ int main(void)
                     const call_case k = {g_x, g_w, g_bias, g_multiplier, g_bias16, g_shift, l, zero_point, rows, cols,
                                          channels, inside};
                     int32_t returned = three ? border3x3_calls(&k, shared, shared16, out, out16)
+                                       : five ? border5x5_calls(&k, out, out16)
                                        : border ? border_calls(&k, out, out16) : interior_calls(&k, out, out16);
                     guarded_back(0, out16, channels);
                     /* a 3 x 3 or 5 x 5 window or one row: the interior's out-of-line copy too, into out3 and

@@ -425,7 +425,7 @@ def _border_regions(tap: _GuardedTap, mac: MacSchedules):
     # MAX_REGIONS bound
     image_types = frozenset(str(node.ty.dtype) for node in walk(tap.guard.args[1]) if isinstance(node, TensorLoad))
     collapses = getattr(mac, "collapses_border", None)
-    collapsed = collapses is not None and collapses(image_types, prod(end - first for first, end in window[:-1]))
+    collapsed = collapses is not None and collapses(image_types, tuple(end - first for first, end in window[:-1]))
     if prod(len(choices) for _, choices in segments) > MAX_REGIONS and not collapsed \
             and _has_interior(segments, window, chain_depths):
         return None

@@ -78,6 +78,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import replace
+from math import prod
 from typing import Optional
 
 from tvm import tirx
@@ -176,10 +177,10 @@ class DualMacSchedules:
     windows_without_interior = True
 
     @staticmethod
-    def collapses_border(image_dtypes: frozenset[str], taps: int) -> bool:
+    def collapses_border(image_dtypes: frozenset[str], window: tuple[int, ...]) -> bool:
         """Whether a depthwise border of any rectangles is one call of the border helper (depthwise_tiles,
         DSP_TILES): its int8 images of windows of up to DSP_WINDOW_TAPS taps."""
-        return image_dtypes == {"int8"} and taps <= DSP_WINDOW_TAPS
+        return image_dtypes == {"int8"} and prod(window) <= DSP_WINDOW_TAPS
 
     # measured on DSP cores: micro_speech's 4-unit FULLY_CONNECTED (stacked MAC) 80,080 -> 18,322 instructions
     whole_channel_tile = True
@@ -288,7 +289,16 @@ class HeliumMacSchedules(DualMacSchedules):
     # a window of rows under two vectors copied (each row one run of the ascending copy: `copied_runs`)
     has_short_rows = staticmethod(functools.partial(has_short_rows, short_row_bytes=HELIUM_SHORT_ROW_BYTES))
     branch_accumulators = False  # not measured on Helium: its fused channel-tiles helper keeps no accumulators
-    collapses_border = None  # Helium's border helper takes 3x3 windows, whose borders make 9 rectangles at most
+
+    @staticmethod
+    def collapses_border(image_dtypes: frozenset[str], window: tuple[int, ...]) -> bool:
+        """Whether a depthwise border of any rectangles is one call of Helium's border helper (depthwise_tiles,
+        HELIUM_TILES): its int8 images of a 5x5 window, the one square window whose border makes more rectangles than
+        `tvm_ext.schedule.border_split.MAX_REGIONS` and has an out-of-line border copy of its own
+        (`_depthwise_border5x5_s8`); a 3x3 window's makes 9 at most. Without it such a border kept its per-tap
+        tests: measured on cortex-m55, an EfficientNet-lite at width 0.25 on 76x60, its 5x5 layer on 10x8x96
+        773,978 -> 279,621 instructions."""
+        return image_dtypes == {"int8"} and window == (5, 5)
     whole_channel_tile = False  # not measured on Helium
 
     def __init__(self, tiles: TileHelpers = HELIUM_TILES, conv_tiles: ConvTileHelpers = HELIUM_CONV_TILES,

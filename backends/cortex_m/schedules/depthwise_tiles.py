@@ -107,12 +107,12 @@ DEPTHWISE_TILES_ACCESS = HelperAccess((
 SHARED_BORDER = " shared"
 """The suffix of a border form whose out-of-line copy runs the interior's copy of the same window on the copied
 window (``helium_depthwise16.h.in``'s ``_depthwise_border3x3_shared_s8``: ``TileHelpers.shared_borders``)."""
-BORDER_OPS = {(bias, form): bias_form("tvm_ext.depthwise_border" + {"any": "", "3x3": "3x3",
+BORDER_OPS = {(bias, form): bias_form("tvm_ext.depthwise_border" + {"any": "", "3x3": "3x3", "5x5": "5x5",
                                                                      "3x3" + SHARED_BORDER: "3x3_shared"}[form] + "_s8",
                                       bias)
-              for bias in BIAS_TYPES for form in ("any", "3x3", "3x3" + SHARED_BORDER)}
-"""A border pixel's fused helper per bias type and form ("3x3": a 3x3 window's, one out-of-line copy per bundle
-holding its own tile; "3x3 shared": the same running the interior's copy, ``_depthwise_tiles3x3_s8``, on its copied
+              for bias in BIAS_TYPES for form in ("any", "3x3", "5x5", "3x3" + SHARED_BORDER)}
+"""A border pixel's fused helper per bias type and form ("3x3", "5x5": a 3x3 or 5x5 window's, one out-of-line copy per
+bundle holding its own tile, the 5x5's window of more than WINDOW_TAPS taps on the stack; "3x3 shared": the same running the interior's copy, ``_depthwise_tiles3x3_s8``, on its copied
 window, where the bundle's choice gives it the kernels, ``TileHelpers.shared_borders``; "any": any other window,
 inlined): the tiles' arguments, then where the image lies in the window."""
 # (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
@@ -706,7 +706,8 @@ class _Tiles(LoopOffsets):
         fit (a padding of another value, taps neither in the image nor padded with a value other than 0).
         ``whole``: the window's strides and size (x_row, x_col, w_row, w_col, rows, cols), ``w`` its first tap's
         weights at the first tile."""
-        if whole[4] * whole[5] > self.helpers.window_taps or not self.epilogue_moves():
+        own_copy = (self.bias_type, f"{whole[4]}x{whole[5]}") in self.helpers.border  # a window of its own form
+        if (whole[4] * whole[5] > self.helpers.window_taps and not own_copy) or not self.epilogue_moves():
             return None
         cases = [self.border_case(leaf, acc, whole, w) for leaf, _ in leaves]
         if None in cases or len({case[5] for case in cases if case[5] is not None}) > 1:

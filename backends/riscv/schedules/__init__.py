@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from math import prod
 from typing import Optional
 
 from tvm import s_tir, tirx
@@ -208,12 +209,12 @@ class RiscvMacSchedules:
     resnet18_w9_64_int8's three 3x3 kernels of 72 channels over 2x2 (2,308 B each, cortex-m4f's 1,184)."""
 
     @staticmethod
-    def collapses_border(image_dtypes: frozenset[str], taps: int) -> bool:
+    def collapses_border(image_dtypes: frozenset[str], window: tuple[int, ...]) -> bool:
         """Whether a depthwise border of any rectangles is one call of the border helper (`RISCV_DEPTHWISE_TILES`:
         int8 images, windows of up to BORDER_WINDOW_TAPS taps, any window): without it a border of more than
         `tvm_ext.schedule.border_split.MAX_REGIONS` rectangles (a 5x5 window padded by 2) kept its per-tap tests,
         each tap a call of the depthwise MAC over one tap and the padding's products inlined."""
-        return image_dtypes == {"int8"} and taps <= BORDER_WINDOW_TAPS
+        return image_dtypes == {"int8"} and prod(window) <= BORDER_WINDOW_TAPS
 
     @staticmethod
     def keeps_scalar(sch, block, loops: list, first_reduce: int) -> bool:

@@ -74,21 +74,22 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "depthwise", _depthwise_model(), "cortex-m55", "mps3-an547")
     # a pixel's loop over its tiles of 16 (32 channels) or 8 (24; 8: one tile, no loop): one fused call over every
     # channel; a border pixel's one call of the border helper whatever its case (the input's zero point as the
-    # padding), out of line for a 3x3 window, inlined for 2x2 (a 5x5 window's border pixels, more taps than the
-    # border helper's window, keep their loop: a test a tap); a 3x3 window's interior calls the fused helper's
+    # padding), out of line for a 3x3 or a 5x5 window (the 5x5's 25 rectangles, past border_split.MAX_REGIONS, one
+    # call: collapses_border), inlined for 2x2; a 3x3 window's interior calls the fused helper's
     # out-of-line copy, which the bundle's many small 3x3 kernels share (depthwise_tiles.shared_tiles; the other
     # windows inline it)
     fused = {int(n) for n in re.findall(r"_depthwise_tiles_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
     outlined = {int(n) for n in re.findall(r"_depthwise_tiles3x3_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
     border = {(form, int(n)) for form, n in re.findall(
-        r"_depthwise_border(3x3)?(?:_shared)?_s8(?:_b16)?\(.*, -3, (\d+)\);", kernels)}
+        r"_depthwise_border(3x3|5x5)?(?:_shared)?_s8(?:_b16)?\(.*, -3, (\d+)\);", kernels)}
     assert fused == {32, 24, 8, 12} and outlined == {32, 24, 8, 12}, (fused, outlined)
     # bounded code: a kernel holds one interior call and one border call, however many border cases it has
     for kernel in re.split(r"\n(?=void )", kernels):
-        calls = re.findall(r"_depthwise_(tiles|tiles3x3|border|border3x3|border3x3_shared)_s8(?:_b16)?\(", kernel)
+        calls = re.findall(r"_depthwise_(tiles|tiles3x3|border|border3x3|border5x5|border3x3_shared)_s8(?:_b16)?\(",
+                           kernel)
         interior = calls.count("tiles") + calls.count("tiles3x3")
         assert interior <= 1 and len(calls) - interior <= 1, kernel
-    assert border == {(form, n) for form in ("3x3", "") for n in (32, 24, 8, 12)}, border
+    assert border == {(form, n) for form in ("3x3", "5x5", "") for n in (32, 24, 8, 12)}, border
     # no tile of 16, 8 or 12 left unfused, none of four
     assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8|12)\);", kernels), kernels
     assert "_depthwise_mac_s8x4(" not in kernels
