@@ -532,7 +532,10 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # a ResNet-18 at width 6 on 52x44 with per-tensor weights 3,548,516 -> 2,476,341 instructions, as its
         # per-channel twin's 2,476,239; code 13,480 -> 15,084 B, 670 instructions a byte)
         channel_requantization=has_dsp_extension(profile),
-        pad_runs=dsp_only,
+        # PAD and TRANSPOSE as runs of the copy helper on every DSP core, Helium's too (cortex-m55, a causal TCN on
+        # 75x20 of 24 channels: its PADs 16-18k -> 1.6-2.8k instructions each, the model 779,705 -> 658,253, code
+        # 6,664 -> 6,744 B)
+        pad_runs=has_dsp_extension(profile),
         # CONCATENATION's runs of 3 bytes more than whole words as whole words: the copy helper's unaligned word on
         # every DSP core (Armv7E-M, Armv8-M Mainline; measured on cortex-m4f)
         word_runs=has_dsp_extension(profile),
