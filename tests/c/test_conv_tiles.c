@@ -3,7 +3,8 @@
  * the prefix lp): lp_conv_tiles_s8 and lp_conv_tiles_s8_b16 against the plain sums of their contract requantized by
  * the scalar helpers (lp_requantize_double, lp_saturate_int8), and their out-of-line copies lp_conv_tiles_shared_s8
  * and _b16 and the pair tiles lp_pair_tiles_shared_s8 and _b16 (channel counts of whole tiles, the second pixel's
- * inputs PAIR_X_STRIDE bytes on) the same way, and the table forms lp_conv_tiles_lut_s8, lp_conv_tiles_shared_lut_s8,
+ * inputs PAIR_X_STRIDE bytes on) and, for windows of at most LP_PAIR_WINDOW_BYTES inputs, lp_pair_tiles_windowed_s8
+ * and _b16 (both windows copied into one run each first) the same way, and the table forms lp_conv_tiles_lut_s8, lp_conv_tiles_shared_lut_s8,
  * lp_conv_tiles_generic_lut_s8 and lp_pair_tiles_shared_lut_s8 (each with _b16) with a table permuting the int8 values (their outputs mapped back
  * by the inverse permutation before the check), over every window of the window MAC tests (cortex_m_test_values.h:
  * rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum values), channel counts 4..11
@@ -157,8 +158,9 @@ int main(void)
         if (channels % 4 == 0) {
             /* the pair tiles: two pixels, the second's inputs PAIR_X_STRIDE bytes on, its outputs after the first's */
             int8_t pair[2 * (CHANNELS_MAX + GUARD)], pair16[2 * (CHANNELS_MAX + GUARD)];
+            int8_t windowed[2 * (CHANNELS_MAX + GUARD)], windowed16[2 * (CHANNELS_MAX + GUARD)];
             for (int32_t c = 0; c < 2 * (CHANNELS_MAX + GUARD); ++c) {
-                pair[c] = pair16[c] = (int8_t)0x5a;
+                pair[c] = pair16[c] = windowed[c] = windowed16[c] = (int8_t)0x5a;
             }
             const int32_t pixel = CHANNELS_MAX + GUARD;
             const int32_t pair_bytes = pixel + channels;
@@ -171,6 +173,19 @@ int main(void)
                                                   g_multiplier, g_shift, zero_point, k.x_row_stride, k.rows,
                                                   k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels);
             guarded_back(0, pair16, pair_bytes);
+            /* the windowed copies, where the window fits their stack */
+            const int fits = k.rows * k.row_len <= LP_PAIR_WINDOW_BYTES;
+            if (fits) {
+                paired |= lp_pair_tiles_windowed_s8(guarded_copy(0, windowed, pair_bytes), pixels, g_w, g_bias,
+                                                    g_multiplier, g_shift, zero_point, k.x_row_stride, k.rows,
+                                                    k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels);
+                guarded_back(0, windowed, pair_bytes);
+                paired |= lp_pair_tiles_windowed_s8_b16(guarded_copy(0, windowed16, pair_bytes), pixels, g_w,
+                                                        g_bias16, g_multiplier, g_shift, zero_point, k.x_row_stride,
+                                                        k.rows, k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride,
+                                                        channels);
+                guarded_back(0, windowed16, pair_bytes);
+            }
             /* the table forms, their outputs mapped back */
             int8_t lut[2 * (CHANNELS_MAX + GUARD)], lut16[2 * (CHANNELS_MAX + GUARD)];
             for (int32_t c = 0; c < 2 * (CHANNELS_MAX + GUARD); ++c) {
@@ -199,6 +214,12 @@ int main(void)
                     | outputs_wrong(pair16 + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point)
                     | outputs_wrong(lut + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point)
                     | outputs_wrong(lut16 + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point);
+                if (fits) {
+                    wrong |= outputs_wrong(windowed + p * pixel, px, w, &k, channels, bias, multiplier, shift,
+                                           zero_point)
+                        | outputs_wrong(windowed16 + p * pixel, px, w, &k, channels, bias, multiplier, shift,
+                                        zero_point);
+                }
             }
             if (wrong && failures++ < 8) {
                 printf("FAIL case %ld pair tiles: %ld channels\n", (long)i, (long)channels);

@@ -124,9 +124,12 @@ def shared_conv_tiles_helper_name(prefix: str, bias: str, table: bool = False, c
     return bias_form(f"{prefix}_conv_tiles_{copy}{'_lut' if table else ''}_s8", bias)
 
 
-def shared_pair_tiles_helper_name(prefix: str, bias: str, table: bool = False) -> str:
+def shared_pair_tiles_helper_name(prefix: str, bias: str, table: bool = False, windowed: bool = False) -> str:
     """The C name of the fused pair tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`; with `table`, its form with a lookup table after the requantization."""
+    bundle `prefix`; with `table`, its form with a lookup table after the requantization; with `windowed`, its form
+    copying both pixels' windows into one run each first (`<prefix>_pair_tiles_windowed_s8`)."""
+    if windowed:
+        return bias_form(f"{prefix}_pair_tiles_windowed_s8", bias)
     return bias_form(f"{prefix}_pair_tiles_shared{'_lut' if table else ''}_s8", bias)
 
 

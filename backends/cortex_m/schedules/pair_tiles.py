@@ -254,6 +254,21 @@ class PairWindow:
 
 
 @dataclass(frozen=True)
+class ShortRows:
+    """A family's fused pair tiles for windows of several short rows: a pair whose window has more than one row, each
+    under ``row_bytes`` bytes, and at most ``window_bytes`` inputs a pixel takes ``ops[op]`` in place of the fused op
+    ``op`` (the same arguments: an out-of-line copy that copies both pixels' windows into one run each first)."""
+
+    row_bytes: int
+    window_bytes: int
+    ops: dict[str, str]
+
+    def takes(self, window: PairWindow) -> bool:
+        """Whether a pair of ``window`` (its sizes) takes the windowed form."""
+        return window.rows > 1 and window.row_len < self.row_bytes and window.rows * window.row_len <= self.window_bytes
+
+
+@dataclass(frozen=True)
 class PairTileHelpers:
     """A core family's fused pair-tiles helper: the two-pixel MAC ops whose calls it takes and their reading
     (``window``: a PairWindow, else None), the channels per tile (``tile``), what turns a scalar requantization
@@ -269,6 +284,8 @@ class PairTileHelpers:
     fused: dict[str, str]
     scratch_words: Optional[Callable[[int, int], int]]
     window_args: Callable[[PairWindow, int, int], list]
+    short_rows: Optional[ShortRows] = None
+    """The windowed form of the fused op for windows of short rows (Helium's); None: every pair takes ``fused``."""
     partial: Optional[tuple[EpilogueHelper, dict[str, str]]] = None
     """The epilogue whose loops under a channel test (``conv_tiles.partial_tile_epilogue``: output channels padded
     to whole tiles) the helper of a last tile of fewer channels computes, and its op per fused op (the channels the
@@ -322,14 +339,27 @@ HELIUM_PAIR_TILES_LUT_OPS = by_bias("tvm_ext.pair_tiles_shared_lut_s8")
 for _bias, _op in HELIUM_PAIR_TILES_LUT_OPS.items():
     register_mac_helper(_op, functools.partial(shared_pair_tiles_helper_name, bias=_bias, table=True),
                         HelperAccess((*HELIUM_PAIR_TILES_ACCESS.pointers, PointerAccess(14, (Axis(LUT_ENTRIES, 1),)))))
+HELIUM_PAIR_WINDOWED_OPS = by_bias("tvm_ext.pair_tiles_windowed_s8")
+"""Helium's fused pair tiles per bias type over both pixels' windows copied into one run each
+(``<prefix>_pair_tiles_windowed_s8``): HELIUM_PAIR_TILES_ACCESS's call."""
+for _bias, _op in HELIUM_PAIR_WINDOWED_OPS.items():
+    register_mac_helper(_op, functools.partial(shared_pair_tiles_helper_name, bias=_bias, windowed=True),
+                        HELIUM_PAIR_TILES_ACCESS)
+HELIUM_PAIR_WINDOW_BYTES = 96
+"""The most inputs of one pixel's window the windowed form copies (``<PREFIX>_PAIR_WINDOW_BYTES`` in
+``helium_conv_tiles.h.in``: both pixels' windows on its stack, 192 B)."""
 HELIUM_PAIR_TILES = PairTileHelpers(
     (DUAL_MAC_2PX_OP,), DSP_PAIR_TILES.window, TILE, None,
     {**{op: HELIUM_PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()},
      **{op: HELIUM_PAIR_TILES_LUT_OPS[bias] for bias, op in REQUANTIZE_S8_LUT_OPS.items()}},
-    None, DSP_PAIR_TILES.window_args)
+    None, DSP_PAIR_TILES.window_args,
+    short_rows=ShortRows(border_window.HELIUM_SHORT_ROW_BYTES, HELIUM_PAIR_WINDOW_BYTES,
+                         {HELIUM_PAIR_TILES_OPS[bias]: op for bias, op in HELIUM_PAIR_WINDOWED_OPS.items()}))
 """Helium's: the two-pixel dual MAC and the vector epilogue's calls of a pair's channel tiles moved into one call of
 an out-of-line copy per bundle (``<prefix>_pair_tiles_shared_s8``), which makes the same calls: each kernel holds
-one call per pair instead of the tiles' loop of three calls (pretrainedResnet_quant's 3x3 kernels)."""
+one call per pair instead of the tiles' loop of three calls (pretrainedResnet_quant's 3x3 kernels). A window of
+several rows under two vectors each (a dilated TCN's 1x3 window of 24 channels: three rows of 24 B) takes the
+windowed copy (``<prefix>_pair_tiles_windowed_s8``): measured on cortex-m55, see the commit."""
 
 
 def _requantizations(stmts: list, helpers: PairTileHelpers, tile=None
@@ -458,6 +488,8 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
     fused = helpers.fused[first.op.name] if bound is None else helpers.partial[1].get(helpers.fused[first.op.name])
     if fused is None:
         return None
+    if helpers.short_rows is not None and helpers.short_rows.takes(window):
+        fused = helpers.short_rows.ops.get(fused, fused)
     # everything but the inputs moves one tile
     if not offsets.moves_tiles(tile, x, w, window.w_tile_step, (out, *epilogue), tile_channels):
         return None
