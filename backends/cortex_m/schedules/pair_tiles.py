@@ -284,12 +284,12 @@ class PairTileHelpers:
     fused: dict[str, str]
     scratch_words: Optional[Callable[[int, int], int]]
     window_args: Callable[[PairWindow, int, int], list]
-    short_rows: Optional[ShortRows] = None
-    """The windowed form of the fused op for windows of short rows (Helium's); None: every pair takes ``fused``."""
     partial: Optional[tuple[EpilogueHelper, dict[str, str]]] = None
     """The epilogue whose loops under a channel test (``conv_tiles.partial_tile_epilogue``: output channels padded
     to whole tiles) the helper of a last tile of fewer channels computes, and its op per fused op (the channels the
     window arguments' last); None: such a loop keeps its tiles."""
+    short_rows: Optional[ShortRows] = None
+    """The windowed form of the fused op for windows of short rows (Helium's); None: every pair takes ``fused``."""
 
 
 def channel_strided_window(mac: tvm.ir.Call, tile: int) -> Optional[PairWindow]:
