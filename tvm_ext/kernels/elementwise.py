@@ -15,7 +15,7 @@ from ..tir.broadcast import broadcast_read, broadcast_shape
 from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, count_leading_zeros, doubling_high_mul,
                           largest_centered, multiply_by_constant_quantized_multiplier,
                           multiply_by_quantized_multiplier, quantized_multiplier_bound, rounding_divide_by_pot,
-                          wrapping_left_shift)
+                          saturate_to_type, wrapping_left_shift)
 from .quant_params import ActivationRange, AddParams, MulParams
 
 
@@ -214,9 +214,10 @@ def squared_difference_int8(
     lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, lhs_zero_point: int, rhs_zero_point: int,
     output_zero_point: int, params: AddParams, rounding: Rounding, lhs_tabled: bool = False, rhs_tabled: bool = False,
 ) -> te.Tensor:
-    """out = clamp(MBQM(d * d) + out_zp), d = MBQM(lhs'<<7) - MBQM(rhs'<<7) (TFLM's SquaredDifference; |d| is
-    below 2^15, so d * d fits int32); ``tables``, ``lhs_tabled``, ``rhs_tabled`` as ``_add_or_sub_int8``'s (the
-    tables of sign -1)."""
+    """out = clamp(MBQM(d * d) + out_zp), d = MBQM(lhs'<<s) - MBQM(rhs'<<s) (TFLM's SquaredDifference; s is
+    ``params.left_shift``: 7 for int8, 0 for int16; |d| is at most 2^15, so d * d fits int32); the output has the
+    operands' type (int8, or int16 with zero points 0); ``tables``, ``lhs_tabled``, ``rhs_tabled`` as
+    ``_add_or_sub_int8``'s (the tables of sign -1)."""
     shape = broadcast_shape(lhs, rhs)
     (lhs_scaled, lhs_largest), (rhs_scaled, rhs_largest) = _rescaled_operands(
         lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding, tables, (lhs_tabled, rhs_tabled))
@@ -225,7 +226,7 @@ def squared_difference_int8(
         difference = lhs_scaled(*index) - rhs_scaled(*index)
         out = multiply_by_constant_quantized_multiplier(difference * difference, *params.output, rounding,
                                                         (lhs_largest + rhs_largest) ** 2)
-        return clamp_to_int8(out + output_zero_point, -128, 127)
+        return saturate_to_type(out + output_zero_point, lhs.dtype)
 
     return te.compute(shape, value, name="squared_difference_int8")
 

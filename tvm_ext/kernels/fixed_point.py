@@ -355,3 +355,9 @@ def clamp_to_type(x: IntExpr, low: int, high: int, dtype: str) -> PrimExpr:
     if dtype == "int8" and (low, high) == (-128, 127):
         return tirx.Cast(dtype, tirx.call_intrin("int32", SATURATE_INT8_OP, _i32(x)))
     return tirx.Cast(dtype, tirx.max(tirx.min(_i32(x), high), low))
+
+
+def saturate_to_type(x: IntExpr, dtype: str) -> PrimExpr:
+    """An int32 value saturated to the whole range of the integer type `dtype` and narrowed to it."""
+    limits = np.iinfo(str(dtype))
+    return clamp_to_type(x, int(limits.min), int(limits.max), str(dtype))

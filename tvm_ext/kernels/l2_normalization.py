@@ -37,7 +37,7 @@ def _normalised(acc: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
 register_helper_op(INV_SQRT_MULTIPLIER_OP, INV_SQRT_MULTIPLIER, None)
 
 
-def _inv_sqrt_left_shift(acc: PrimExpr) -> PrimExpr:
+def inv_sqrt_left_shift(acc: PrimExpr) -> PrimExpr:
     """The (left) shift of GetInvSqrtQuantizedMultiplierExp(acc): minus its right shift, which is at least 0."""
     _, shift = _normalised(acc)
     return tirx.Select(acc <= 1, tirx.const(0, "int32"), -tirx.max(shift, 0))
@@ -57,7 +57,7 @@ def l2_normalization_int8(data: te.Tensor, *, input_zero_point: int, rounding: R
     # output, whose schedule then re-accumulates the sum for every element of the row.
     multiplier = rowwise("inv_sqrt_multiplier", shape[:-1], [squares],
                          lambda lets, ins, row: tirx.call_intrin("int32", INV_SQRT_MULTIPLIER_OP, ins[0][tuple(row)]))
-    left_shift = te.compute(shape[:-1], lambda *row: _inv_sqrt_left_shift(squares(*row)), name="inv_sqrt_shift")
+    left_shift = te.compute(shape[:-1], lambda *row: inv_sqrt_left_shift(squares(*row)), name="inv_sqrt_shift")
 
     def value(*index):
         row = index[:-1]

@@ -140,8 +140,19 @@ def squared_difference_params(scale1: np.float32, scale2: np.float32, output_sca
                               rounding: Rounding) -> AddParams:
     """Multipliers of TFLM's int8 SQUARED_DIFFERENCE: ADD's common scale with a left shift of 7; the output
     ratio undoes both shifts of the squared difference."""
-    left_shift = 7
-    # (1 << 14) * output_scale is a float32 product in TFLM (exact: a power of two).
+    return _squared_difference_params_shifted(scale1, scale2, output_scale, rounding, left_shift=7)
+
+
+def squared_difference_params_int16(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
+                                    rounding: Rounding) -> AddParams:
+    """Multipliers of TFLM's int16 SQUARED_DIFFERENCE (zero points 0): the int8 arithmetic with no left shift, as
+    the int16 values already fill 16 bits (squared_difference.cc)."""
+    return _squared_difference_params_shifted(scale1, scale2, output_scale, rounding, left_shift=0)
+
+
+def _squared_difference_params_shifted(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
+                                       rounding: Rounding, left_shift: int) -> AddParams:
+    # (1 << 2 * left_shift) * output_scale is a float32 product in TFLM (exact: a power of two).
     denominator = float(np.float32((1 << (2 * left_shift)) * np.float32(output_scale)))
     return _common_scale_params(scale1, scale2, left_shift,
                                 lambda twice_max: twice_max * twice_max / denominator, rounding)
@@ -308,9 +319,11 @@ def hard_swish_params(input_scale: np.float32, output_scale: np.float32, roundin
 
 
 def rsqrt_multiplier(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> tuple[int, int]:
-    """TFLM's SetRsqrtOutputMultiplier: 1 / double(sqrtf(input_scale) * output_scale), the product in float32."""
-    product = np.sqrt(np.float32(input_scale)) * np.float32(output_scale)
-    return quantize_multiplier(1.0 / float(product), rounding)
+    """TFLM's SetRsqrtOutputMultiplier 1 / (sqrt(input_scale) * output_scale) as the tflite-micro package computes
+    it: in double (as ``leaky_relu_params``: its source takes the product in float32, but its int16 results on
+    every non-negative input agree only with the double one)."""
+    product = np.sqrt(float(np.float32(input_scale))) * float(np.float32(output_scale))
+    return quantize_multiplier(1.0 / product, rounding)
 
 
 DIV_LARGEST_SHIFT = 21

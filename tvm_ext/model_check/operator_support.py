@@ -107,10 +107,12 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
         "RELU",
         "RELU6",
         "RESHAPE",
+        "RSQRT",
         "SLICE",
         "SOFTMAX",
         "SPLIT",
         "SPLIT_V",
+        "SQUARED_DIFFERENCE",
         "SQUEEZE",
         "STRIDED_SLICE",
         "SUB",
@@ -149,12 +151,13 @@ TFLM_NO_INT8: frozenset[str] = frozenset(
     """.split()
 )
 
-# TFLite Micro's builtins with an int16 kernel (its RSQRT's Prepare refuses int16 although its Eval has a branch).
+# TFLite Micro's builtins with an int16 kernel (RSQRT's since its Prepare took int16 inputs: the tflite-micro
+# package 0.dev20261023 runs it; earlier ones refused int16 although their Eval had a branch).
 TFLM_INT16: frozenset[str] = frozenset(
     """
     ABS ADD AVERAGE_POOL_2D BATCH_MATMUL CAST CONCATENATION CONV_2D DEPTHWISE_CONV_2D DEQUANTIZE DYNAMIC_UPDATE_SLICE
     EXPAND_DIMS FILL FULLY_CONNECTED GREATER LEAKY_RELU LOGISTIC MAX_POOL_2D MAXIMUM MEAN MINIMUM MUL PACK PAD PADV2
-    PRELU QUANTIZE RELU RELU6 RESHAPE RESIZE_NEAREST_NEIGHBOR REVERSE_V2 SELECT_V2 SLICE SOFTMAX SPLIT SPLIT_V
+    PRELU QUANTIZE RELU RELU6 RESHAPE RESIZE_NEAREST_NEIGHBOR REVERSE_V2 RSQRT SELECT_V2 SLICE SOFTMAX SPLIT SPLIT_V
     SQUARED_DIFFERENCE SQUEEZE STRIDED_SLICE SUB SUM SVDF TANH TRANSPOSE TRANSPOSE_CONV UNIDIRECTIONAL_SEQUENCE_LSTM
     UNPACK
     """.split()

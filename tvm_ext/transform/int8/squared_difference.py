@@ -1,5 +1,6 @@
 """SQUARED_DIFFERENCE: ``q(d * d)`` with ``d = subtract(dq(a), dq(b))`` (the frontend's import), each operand
-an int8 activation or constant, broadcast -> TFLite Micro's integer SQUARED_DIFFERENCE kernel (an operand's rescaled
+an int8 activation or constant, or both int16 of zero point 0 (16x8: TFLite Micro's int16 form, no left shift),
+broadcast -> TFLite Micro's integer SQUARED_DIFFERENCE kernel (an operand's rescaled
 values tabled where ``kernels.elementwise.rescaled_table_args`` says, as ADD's and SUB's), or the backend's kernel
 from the tabled values where ``binary.values_call`` gives it (as ADD's and SUB's)."""
 
@@ -11,7 +12,7 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op
 
 from ...kernels import squared_difference_int8
-from ...kernels.quant_params import squared_difference_params
+from ...kernels.quant_params import squared_difference_params, squared_difference_params_int16
 from ...layers import BROADCAST_LOOKUP_ATTR
 from .binary import elements_of, rescaled_tables, values_call
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -30,8 +31,16 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     out = ctx.graph.quant(quantize.args[1], quantize.args[2])
     if lhs is None or rhs is None or out is None:
         return float_operator_mismatch(quantize, ctx)
-    params = squared_difference_params(lhs.quant.scale, rhs.quant.scale, out.scale, ctx.rounding)
-    if str(lhs.tensor.ty.dtype) == str(rhs.tensor.ty.dtype) == "int8" and not all(
+    dtypes = {str(lhs.tensor.ty.dtype), str(rhs.tensor.ty.dtype), str(quantize.ty.dtype)}
+    zero_points = {lhs.quant.zero_point, rhs.quant.zero_point, out.zero_point}
+    if dtypes == {"int16"} and zero_points == {0}:
+        params_of = squared_difference_params_int16
+    elif dtypes == {"int8"}:
+        params_of = squared_difference_params
+    else:
+        return float_operator_mismatch(quantize, ctx)
+    params = params_of(lhs.quant.scale, rhs.quant.scale, out.scale, ctx.rounding)
+    if dtypes == {"int8"} and not all(
             ctx.graph.constant(operand.tensor) is not None for operand in (lhs, rhs)):
         from_values = values_call("SQUARED_DIFFERENCE", matched[_DIFFERENCE], lhs, rhs, out.zero_point, params, -1,
                                   ctx, squared=True)

@@ -22,7 +22,8 @@ import pytest
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 import test_int8_shape_ops as shape_ops  # noqa: E402
 from emulator.tools import missing_tools  # noqa: E402
-from test_int8_elementwise_ops import Unary, assert_bit_exact_with_tflite_micro, binary_model, unary_model  # noqa: E402
+from test_int8_elementwise_ops import (BINARY_CASES, Unary, assert_bit_exact_with_tflite_micro,  # noqa: E402
+                                     binary_model, unary_model)
 from test_int8_matmul_ops import TRANSPOSE_CONV_CASES, transpose_conv_model  # noqa: E402
 from test_int8_misc_ops import reduction_model  # noqa: E402
 from test_int8_shape_ops import PAD_VIEWS, STRIDED_SLICE_VIEWS, pad_model, strided_slice_model  # noqa: E402
@@ -240,3 +241,51 @@ def test_every_int16_input_of_a_16x8_logistic_and_tanh_is_bit_exact_with_tflite_
                                        target=roomy)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert len(manifest["kernels"]) == 1 and len(manifest["calls"]) == len(SIGMOID_INPUT_SCALES), manifest["kernels"]
+
+
+# (input, output) scales of the 16x8 RSQRT test: a LayerNormalization variance's (2^-15 in, about 0.006 out), a
+# rescale of one, a coarse input, a fine one, and an output too fine for 1/sqrt of the smallest inputs (saturated).
+RSQRT_SCALES = ((2.0**-15, 0.006), (0.001, 0.001), (0.5, 2e-5), (1e-7, 0.1), (0.0001, 0.0001))
+NON_NEGATIVE_INT16 = np.arange(0, 32768).astype(np.int16)
+
+
+def test_every_valid_int16_input_of_a_16x8_rsqrt_is_bit_exact_with_tflite_micro(tmp_path):
+    """TFLM's int16 RSQRT (its fixed-point 1/sqrt per element; x = 0 gives 32767) of all 32,768 non-negative int16
+    inputs at each of RSQRT_SCALES. Each RSQRT reads a RELU of its input: TFLite Micro refuses to run RSQRT on a
+    negative input, and the random runs cover the whole int16 range."""
+    built = ModelBuilder()
+    for index, (in_scale, out_scale) in enumerate(RSQRT_SCALES):
+        shape = NON_NEGATIVE_INT16.shape
+        data = built.add(Tensor(f"case{index}_in", shape, "int16", _symmetric(in_scale)))
+        relu = built.op("RELU", (data,), Tensor(f"case{index}_relu", shape, "int16", _symmetric(in_scale)))
+        built.inputs.append(data)
+        built.outputs.append(built.op("RSQRT", (relu,), Tensor(f"case{index}_out", shape, "int16",
+                                                                _symmetric(out_scale))))
+    roomy = dataclasses.replace(load_profile("lowpower"), sram_bytes=4 * 524_288)
+    assert_bit_exact_with_tflite_micro(built.model(), tmp_path, inputs=[NON_NEGATIVE_INT16] * len(RSQRT_SCALES),
+                                       target=roomy)
+
+
+# (lhs, rhs, output) scales of the 16x8 SQUARED_DIFFERENCE test, cycled through the binary cases: the larger scale on
+# either side, equal scales, outputs that take most squares and ones that saturate the largest.
+SQUARED_DIFFERENCE_SCALES = ((0.0002, 0.0003, 0.01), (0.001, 0.0005, 0.03), (0.00003, 0.0001, 0.0006),
+                             (0.0004, 0.0004, 0.002))
+
+
+def test_16x8_squared_difference_is_bit_exact_with_tflite_micro(tmp_path):
+    """TFLM's int16 SQUARED_DIFFERENCE (no left shift) on the int8 test's shapes: broadcasts, a scalar, constant
+    operands (the int8 constants times 256)."""
+    built = ModelBuilder()
+    for index, case in enumerate(BINARY_CASES):
+        scales = SQUARED_DIFFERENCE_SCALES[index % len(SQUARED_DIFFERENCE_SCALES)]
+        operands = []
+        for side, shape, scale, constant in (("lhs", case.lhs, scales[0], case.constant_lhs),
+                                             ("rhs", case.rhs, scales[1], case.constant_rhs)):
+            data = None if constant is None else np.asarray(constant).astype(np.int16) * 256
+            operands.append(built.add(Tensor(f"case{index}_{side}", shape, "int16", _symmetric(scale), data=data)))
+            if constant is None:
+                built.inputs.append(operands[-1])
+        built.outputs.append(built.op("SQUARED_DIFFERENCE", tuple(operands),
+                                      Tensor(f"case{index}_out", np.broadcast_shapes(case.lhs, case.rhs), "int16",
+                                             _symmetric(scales[2]))))
+    assert_bit_exact_with_tflite_micro(built.model(), tmp_path)

@@ -532,18 +532,22 @@ def test_a_model_output_no_lowering_completes_is_an_unsupported_operator():
 
 
 def test_an_operator_with_an_int8_kernel_only_is_refused_on_int16_activations():
-    """RSQRT's kernel is a table of the 256 int8 inputs (TFLite Micro has no int16 RSQRT): on 16x8 activations (the
-    quantizer's int16 candidate, a user's Relax module) it is refused, not lowered. (RELU was this case once: its
-    kernel clamped to int8, and every output above 127 LSB came out wrong; it has an int16 form now.)"""
+    """HARD_SWISH's kernel is a table of the 256 int8 inputs (TFLite Micro has no int16 HARD_SWISH): on 16x8
+    activations (the quantizer's int16 candidate, a user's Relax module) it is refused, not lowered. (RELU and
+    RSQRT were this case once: RELU's kernel clamped to int8, and every output above 127 LSB came out wrong; both
+    have an int16 form now.)"""
     @I.ir_module
-    class Int16RsqrtBefore:
+    class Int16HardSwishBefore:
         @R.function
         def main(x: R.Tensor((1, 8), "int16")):
             with R.dataflow():
-                inverse = R.rsqrt(R.dequantize(x, R.const(0.001, "float32"), R.const(0, "int32"), axis=-1))
-                gv = R.quantize(inverse, R.const(0.001, "float32"), R.const(0, "int32"), axis=-1, out_dtype="int16")
+                data = R.dequantize(x, R.const(0.001, "float32"), R.const(0, "int32"), axis=-1)
+                relu6 = R.clip(R.add(data, R.const(3.0, "float32")), R.prim_value(0.0), R.prim_value(6.0))
+                swish = R.divide(R.multiply(data, relu6), R.const(6.0, "float32"))
+                gv = R.quantize(swish, R.const(0.001, "float32"), R.const(0, "int32"), axis=-1, out_dtype="int16")
                 R.output(gv)
             return gv
 
-    with pytest.raises(UnsupportedOperatorError, match=r"^tiny: operator RSQRT of int16 activations \(16x8\) at "):
-        LowerQuantizedToInteger(model_name="tiny")(Int16RsqrtBefore)
+    with pytest.raises(UnsupportedOperatorError,
+                       match=r"^tiny: operator HARD_SWISH of int16 activations \(16x8\) at "):
+        LowerQuantizedToInteger(model_name="tiny")(Int16HardSwishBefore)
