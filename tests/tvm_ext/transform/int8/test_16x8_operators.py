@@ -1,8 +1,8 @@
 """16x8 (int16 activations of zero point 0) operators through the real pipeline (tvm_ext.compile, lowpower),
 bit-exact with TFLite Micro on random inputs over the whole int16 range: PAD, PADV2, STRIDED_SLICE, RESHAPE,
 LEAKY_RELU, ABS, RELU, RELU6, MEAN, SUM, TRANSPOSE_CONV, MAXIMUM, MINIMUM, QUANTIZE and the copies (TRANSPOSE, CONCATENATION,
-SQUEEZE, EXPAND_DIMS, SLICE, PACK, UNPACK, SPLIT, SPLIT_V); LOGISTIC and TANH on every int16 input; SUB and MUL are
-test_int16_ops.py's, beside ADD.
+SQUEEZE, EXPAND_DIMS, SLICE, PACK, UNPACK, SPLIT, SPLIT_V); LOGISTIC and TANH on every int16 input, RSQRT on every
+non-negative one; SQUARED_DIFFERENCE and a whole LayerNormalization; SUB and MUL are test_int16_ops.py's, beside ADD.
 
 Each operator's model is its int8 test's (the same attribute variants: paddings of 1-D to 5-D tensors, negative
 strides, begin/end/shrink masks, every axis and keep_dims, SAME/VALID, strides, output padding, fused activations,
@@ -289,3 +289,48 @@ def test_16x8_squared_difference_is_bit_exact_with_tflite_micro(tmp_path):
                                       Tensor(f"case{index}_out", np.broadcast_shapes(case.lhs, case.rhs), "int16",
                                              _symmetric(scales[2]))))
     assert_bit_exact_with_tflite_micro(built.model(), tmp_path)
+
+
+# The 16x8 LayerNormalization's quantizations (symmetric scales), of the ranges a converter gives over inputs in [-8, 8].
+LAYER_NORM_16X8_SCALES = {"data": 2.0**-12, "mean": 2.0**-12, "squares": 0.002, "variance": 0.002, "epsilon": 1e-9,
+                          "rsqrt": 0.0008, "gamma": 4e-5, "factor": 0.001, "scaled": 0.0008, "mean_scaled": 0.0008,
+                          "beta": 2e-5}
+
+
+def layer_normalization_16x8_model(tokens: int = 16, dim: int = 24) -> Model:
+    """Keras' LayerNormalization over the last axis as TFLite's 16x8 converter writes it: MEAN, SQUARED_DIFFERENCE,
+    MEAN, ADD of epsilon, RSQRT, MUL by gamma, MUL, MUL, SUB from beta, ADD; int16 constants."""
+    rng = np.random.default_rng(16)
+    scales = LAYER_NORM_16X8_SCALES
+    built = ModelBuilder()
+    shape, reduced = (1, tokens, dim), (1, tokens, 1)
+
+    def tensor(name: str, tensor_shape, data=None, scale: str = "") -> Tensor:
+        return Tensor(name, tensor_shape, "int16", _symmetric(scales[scale or name]), data=data)
+
+    def binary(builtin: str, lhs: int, rhs: int, name: str, scale: str = "") -> int:
+        out_shape = np.broadcast_shapes(built.tensors[lhs].shape, built.tensors[rhs].shape)
+        return built.op(builtin, (lhs, rhs), tensor(name, out_shape, scale=scale))
+
+    data = built.add(tensor("data", shape))
+    built.inputs.append(data)
+    axis = built.add(Tensor("axis", (1,), "int32", data=np.array([2], np.int32)))
+    keep = Options("ReducerOptions", {"KeepDims": True})
+    mean = built.op("MEAN", (data, axis), tensor("mean", reduced), keep)
+    squares = binary("SQUARED_DIFFERENCE", data, mean, "squares")
+    variance = built.op("MEAN", (squares, axis), tensor("variance", reduced), keep)
+    epsilon = built.add(tensor("epsilon", (), np.array(1000, np.int16)))
+    shifted = binary("ADD", variance, epsilon, "shifted", "variance")
+    inverse = built.op("RSQRT", (shifted,), tensor("rsqrt", reduced))
+    gamma = built.add(tensor("gamma", (dim,), rng.integers(-32767, 32768, dim).astype(np.int16)))
+    factor = binary("MUL", inverse, gamma, "factor")
+    scaled = binary("MUL", data, factor, "scaled")
+    mean_scaled = binary("MUL", mean, factor, "mean_scaled")
+    beta = built.add(tensor("beta", (dim,), rng.integers(-32767, 32768, dim).astype(np.int16)))
+    offset = binary("SUB", beta, mean_scaled, "offset", "mean_scaled")
+    built.outputs.append(binary("ADD", scaled, offset, "normalized", "scaled"))
+    return built.model()
+
+
+def test_a_16x8_layer_normalization_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(layer_normalization_16x8_model(), tmp_path)
