@@ -142,6 +142,19 @@ def binary_scalar_table(kind: str, input_zero_point: int, constant: int, constan
     return np.clip(output, activation.low, activation.high).astype(np.int8)
 
 
+def gated_product_table(gate: str, gate_params: LogisticParams, input_zero_point: int, output_zero_point: int,
+                        params: MulParams, activation: ActivationRange, rounding: Rounding) -> np.ndarray:
+    """int8[256]: TFLite's int8 MUL (mul_common.cc) of input ``index - 128`` and the int8 ``gate`` ("LOGISTIC" or
+    "TANH") of that same input, as TFLM computes the gate (``logistic_table``, ``tanh_table`` of ``gate_params``, its
+    output quantization TFLite's fixed one): a swish x * sigmoid(x) is a function of one int8 value. Plus the output
+    zero point, clamped to ``activation``."""
+    gated = (logistic_table, LOGISTIC_OUTPUT_ZERO_POINT) if gate == "LOGISTIC" else (tanh_table, 0)
+    values = gated[0](gate_params, rounding).astype(np.int64) - gated[1]
+    raw = (INT8_VALUES - input_zero_point) * values
+    output = fp.multiply_by_quantized_multiplier(raw, *params.output, rounding) + output_zero_point
+    return np.clip(output, activation.low, activation.high).astype(np.int8)
+
+
 def rescaled_operand_table(zero_point: int, left_shift: int, multiplier_shift: tuple[int, int], plus: int,
                            rounding: Rounding) -> np.ndarray:
     """int32[256]: an int8 operand of TFLite's ADD, SUB or SQUARED_DIFFERENCE on the operator's common scale,

@@ -22,10 +22,12 @@ from backends.backend import AddValuesChoice
 
 from ...kernels import Rounding
 from ...kernels.elementwise import add_from_values, is_halved_operand, rescaled_table_args
-from ...kernels.int8_tables import TABLE_SIZE, binary_scalar_table, rescaled_operand_table, scaled_operand_table
+from ...kernels.int8_tables import (TABLE_SIZE, binary_scalar_table, gated_product_table, rescaled_operand_table,
+                                    scaled_operand_table)
 from ...kernels.quant_params import ActivationRange, AddParams
 from ...layers import BROADCAST_LOOKUP_ATTR
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .gated_product import gated_operand
 from .graph import Graph, Quant
 from .patterns import (DequantizedOperand, Int8Input, QuantizedResult, ends_float_operator, extract,
                        float_operator_mismatch)
@@ -86,6 +88,13 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
                          out.quant.zero_point, params)
             return TableCall(lambda activation: lookup_call(kind, matched[core], data.tensor, table_constant(
                 binary_scalar_table, *arguments, activation, ctx.rounding)), out.activation)
+        gated = gated_operand(tuple(matched[operand.pattern].args[0] for operand in (lhs_operand, rhs_operand)),
+                              (lhs, rhs), ctx.graph) if kind == "MUL" and dtypes == {"int8"} \
+            and elements_of(quantize) >= TABLE_SIZE else None
+        if gated is not None:  # a swish: one table of the gate's input, a kernel of its own (gated_product)
+            gate_arguments = (gated.gate, gated.params, gated.data.quant.zero_point, out.quant.zero_point, params)
+            return TableCall(lambda activation: lookup_call(kind, matched[core], gated.data.tensor, table_constant(
+                gated_product_table, *gate_arguments, activation, ctx.rounding), fused_after=False), out.activation)
         constants = [ctx.graph.constant(operand.tensor) is not None for operand in (lhs, rhs)]
         computed = not any(constants)
         own = backend_kernel(ctx) if dtypes == {"int8"} and computed else None

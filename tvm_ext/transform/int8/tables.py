@@ -21,7 +21,10 @@ def table_constant(table: Callable[..., np.ndarray], *args) -> relax.Constant:
     return relax.const(table(*args))
 
 
-def lookup_call(kind: str, core: relax.Call, data: relax.Expr, table: relax.Constant) -> KernelCall:
+def lookup_call(kind: str, core: relax.Call, data: relax.Expr, table: relax.Constant,
+                fused_after: bool = True) -> KernelCall:
     """The call of the kernel ``table[data + 128]`` (``kernels.lookup``) computing the TFLite operator ``kind``
-    at ``core``, fusable after the kernel computing ``data`` (ELEMENTWISE_LOOKUP_ATTR)."""
-    return KernelCall(kind, core, lookup_int8, (data, table), func_attrs={ELEMENTWISE_LOOKUP_ATTR: True})
+    at ``core``, fusable after the kernel computing ``data`` (ELEMENTWISE_LOOKUP_ATTR) unless not ``fused_after``
+    (a kernel of its own)."""
+    return KernelCall(kind, core, lookup_int8, (data, table),
+                      func_attrs={ELEMENTWISE_LOOKUP_ATTR: True} if fused_after else {})

@@ -282,6 +282,37 @@ def test_every_int8_input_of_an_operator_with_a_constant_scalar_is_a_bit_exact_l
     assert "multiply_by_quantized_multiplier" not in kernels and "+ 128)]" in kernels, kernels
 
 
+@pytest.mark.parametrize("gate", ["LOGISTIC", "TANH"])
+def test_every_int8_input_of_a_product_with_its_own_gate_is_a_bit_exact_lookup(gate, tmp_path):
+    """A swish x * sigmoid(x) (and x * tanh(x)) as TFLite writes it, ``gate`` then MUL of the gate's input and output,
+    per quantization of EXHAUSTIVE_QUANTIZATIONS (the input's, the product's), the operands in both orders and the
+    fused activations cycled, on all 256 inputs: each product is one lookup of x in the table of its outputs
+    (tvm_ext/transform/int8/gated_product.py), no rescale of its own and no gate kernel (its only reader the MUL),
+    every entry bit-exact with TFLite Micro. Where the gate is also a model output its own kernel stays; a MUL of a
+    value and the gate of another keeps the MUL's kernel (both compared too)."""
+    gate_quant = UNARY_OPERATORS[gate].output
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (in_quant, out_quant) in enumerate(EXHAUSTIVE_QUANTIZATIONS):
+        x = len(tensors)
+        tensors += [Tensor(f"case{index}_x", INT8_VALUES.shape, "int8", in_quant),
+                    Tensor(f"case{index}_gate", INT8_VALUES.shape, "int8", gate_quant),
+                    Tensor(f"case{index}_out", INT8_VALUES.shape, "int8", out_quant)]
+        operands = (x, x + 1) if index % 2 == 0 else (x + 1, x)
+        operators += [Operator(gate, (x,), (x + 1,)),
+                      Operator("MUL", operands, (x + 2,), Options("MulOptions", {
+                          "FusedActivationFunction": ACTIVATIONS[index % len(ACTIVATIONS)]}))]
+        inputs.append(x)
+        outputs += [x + 2, x + 1] if index == 0 else [x + 2]
+    model = Model(tensors, operators, tuple(inputs), tuple(outputs))
+    folded = frozenset(f"case{index}_gate" for index in range(1, len(EXHAUSTIVE_QUANTIZATIONS)))  # no call of their own
+    assert_bit_exact_with_tflite_micro(model, tmp_path, folded, inputs=[INT8_VALUES] * len(inputs))
+    kernels = next((tmp_path / "out").glob("*_kernels.c")).read_text()
+    assert "multiply_by_quantized_multiplier" not in kernels, kernels
+    # one lookup call per product, and the first case's gate (a model output) a lookup of its own
+    calls = json.loads((tmp_path / "out" / "manifest.json").read_text())["calls"]
+    assert len(calls) == len(EXHAUSTIVE_QUANTIZATIONS) + 1, calls
+
+
 def _every_pair_model(builtin: str) -> Model:
     """One ``builtin`` per quantization of QUANTIZATIONS: an lhs column [256, 1] broadcast against an rhs row
     [1, 256] (fed every int8 value: all 65,536 operand pairs), the fused activations cycled."""
