@@ -8,7 +8,8 @@
  * keeps what it held; then the two-pixel helpers on windows whose every product is at one of its extremes, each
  * pixel's at either (16384 = -128 * -128, -16256 = -128 * 127), the windows' longest rows in the three layouts;
  * last, the two-pixel helpers with weight channel strides about the one past which channel 7's weights leave a
- * load's 12-bit offset (7 * stride + 1 >= 2048: mac_s8x2x8_row's second weight pointer).
+ * load's 12-bit offset (7 * stride + 1 >= 2048: mac_s8x2x8_row's second weight pointer); then lp_mac_s8x2xn and
+ * lp_mac_s8x2xn_row over 1 to 7 channels, touching no sum or weight of the channels past them.
  * Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and
  * rv32imafc, under QEMU virt. */
 #include <stdint.h>
@@ -64,6 +65,28 @@ static int32_t guarded_call(int32_t which, int32_t *got, const int8_t *x, const 
                      : lp_mac_s8x4(acc, gx, gw, wc->x_row_stride, wc->w_channel_stride, wc->rows, wc->row_len);
     guarded_back(0, got, 4 * channels);
     guarded_back(1, got + CHANNELS, 4 * CHANNELS);
+    return returned;
+}
+
+/* lp_mac_s8x2xn (`row` 0) or lp_mac_s8x2xn_row (1) over its first `channels` channels on the window case wc over
+   x and w, adding to got and got + CHANNELS, each buffer a guarded copy of exactly its `channels` accumulators and
+   channels' weights (a sum or weight of a channel past them read or written faults); its return value. */
+static int32_t guarded_call_n(int32_t row, int32_t channels, int32_t *got, const int8_t *x, const int8_t *w,
+                              const window_case *wc)
+{
+    const int32_t window = guarded_span(wc->rows, wc->row_len, wc->x_row_stride, 1);
+    int32_t *const acc = guarded_copy(0, got, 4 * channels), *const acc_b = guarded_copy(1, got + CHANNELS,
+                                                                                         4 * channels);
+    const int8_t *const gx = guarded_copy(2, x, window == 0 ? 0 : wc->x_pixel_stride + window);
+    const int8_t *const gw = guarded_copy(3, w, guarded_span(channels, wc->rows * wc->row_len, wc->w_channel_stride,
+                                                             1));
+    const int32_t returned
+        = row ? lp_mac_s8x2xn_row(acc, acc_b, gx, gw, wc->x_row_stride, wc->w_channel_stride, wc->rows, wc->row_len,
+                                  wc->x_pixel_stride, channels)
+              : lp_mac_s8x2xn(acc, acc_b, gx, gw, wc->x_row_stride, wc->w_channel_stride, wc->rows, wc->row_len,
+                              wc->x_pixel_stride, channels);
+    guarded_back(0, got, 4 * channels);
+    guarded_back(1, got + CHANNELS, 4 * channels);
     return returned;
 }
 
@@ -177,6 +200,34 @@ int main(void)
                 }
             }
         }
+    }
+    /* The forms over fewer channels (1..7), on every other window case: the first `channels` sums of each pixel as
+       the eight-channel contract's, the others neither read nor written (they keep what they held). */
+    for (int32_t i = 0; i < WINDOW_CASES; i += 2) {
+        const window_case wc = window_case_of(i);
+        const int8_t *xo = x + wc.x_offset, *wo = w + wc.w_offset;
+        fill_s8(x, BUFFER, &state, wc.all_min);
+        fill_s8(w, BUFFER, &state, wc.all_min);
+        for (int32_t channels = 1; channels < CHANNELS; ++channels) {
+            for (int32_t h = 0; h < 2; ++h) {
+                int32_t got[2 * CHANNELS], expected[2 * CHANNELS], full[2 * CHANNELS];
+                for (int32_t c = 0; c < 2 * CHANNELS; ++c) {
+                    got[c] = expected[c] = full[c] = start_value(c);
+                }
+                plain_mac8(full, xo, wo, &wc);
+                plain_mac8(full + CHANNELS, xo + wc.x_pixel_stride, wo, &wc);
+                for (int32_t c = 0; c < channels; ++c) {
+                    expected[c] = full[c];
+                    expected[CHANNELS + c] = full[CHANNELS + c];
+                }
+                cases += 1;
+                if (guarded_call_n(h, channels, got, xo, wo, &wc) != 0
+                    || !same(got, expected, 2 * CHANNELS, h == 0 ? "mac_s8x2xn" : "mac_s8x2xn_row", i)) {
+                    failures += 1;
+                }
+            }
+        }
+        guarded_turn();
     }
     if (failures != 0) {
         return 1;

@@ -14,9 +14,10 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   each word loaded feeding both (`_rows` forms of both for a window's rows apart, every KxK convolution's calls:
   one out-of-line copy each per bundle too);
 - `mac_s8x2x8_row.h.in`: `<prefix>_mac_s8x2x8_row`, the same for two output pixels, each weight loaded feeding
-  both, all sixteen sums in registers, for one-row windows (1x1 convolutions);
+  both, all sixteen sums in registers, for one-row windows (1x1 convolutions), and `<prefix>_mac_s8x2xn_row`, its
+  form over the first 1..8 channels (a tile padded to eight: `backends.riscv.schedules.live_channels`);
 - `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same sums for windows of several rows, one row helper's call
-  per row;
+  per row, and `<prefix>_mac_s8x2xn`, its form over the first 1..8 channels;
 - `depthwise_mac_s8x8.h.in`: `<prefix>_depthwise_mac_s8x8`, the int8 depthwise window MAC of eight channels, and
   `<prefix>_depthwise_pad_s8x8`, a padded border's taps outside the image (the zero point times the weights), one
   out-of-line copy each per bundle, called by every DEPTHWISE_CONV_2D kernel;
@@ -126,6 +127,12 @@ def mac_pairs_2px_helper_name(prefix: str, rows: bool = False) -> str:
 def mac_2px_helper_name(prefix: str) -> str:
     """The C name of the two-pixel int8 MAC helper in the bundle `prefix`."""
     return f"{prefix}_mac_s8x2x8"
+
+
+def mac_2px_n_helper_name(prefix: str, row: bool = False) -> str:
+    """The C name of the two-pixel int8 MAC helper of fewer than eight live channels (its last argument) in the
+    bundle `prefix`; with `row`, its form for one-row windows."""
+    return f"{prefix}_mac_s8x2xn{'_row' if row else ''}"
 
 
 def mac_2px_row_helper_name(prefix: str) -> str:

@@ -64,6 +64,7 @@ from backends.riscv.schedules.mac import (BORDER_WINDOW_TAPS, RISCV_CONV_TILES, 
 from backends.riscv.schedules.add_values_price import add_values_pay
 from backends.riscv.schedules.cold_requantize import cold_requantize_kernels, out_of_line_requantize
 from backends.riscv.schedules.fc_rows_price import fc_rows_pay, fc_rows_users
+from backends.riscv.schedules.live_channels import live_channel_macs
 from backends.riscv.schedules.padded_pairs_price import padded_pairs_pay
 from backends.riscv.schedules.shared_softmax import shared_softmax_calls, shared_softmax_kernels
 from backends.riscv.schedules.tiled_conv_price import tiled_convs_pay
@@ -277,7 +278,8 @@ class RiscvMacSchedules:
             tiles = depthwise_tiles_calls(tiles, depthwise)
         rows = fc_rows_calls(tiles, RISCV_FC_ROWS) if self.fc_rows else tiles
         # a fused chain's rescales (`biased_requantize`; a lone one kept: pretrainedResnet_quant's ADDs 6 B larger)
-        biased = common_tails(biased_requantize_calls(rows, least=2), RISCV_TAIL_CHOICES, through_loops=True)
+        live = live_channel_macs(rows)  # a padded tile's two-pixel MACs over its stored channels only
+        biased = common_tails(biased_requantize_calls(live, least=2), RISCV_TAIL_CHOICES, through_loops=True)
         return out_of_line_requantize(biased) if self.cold_requantize else biased
 
     @staticmethod

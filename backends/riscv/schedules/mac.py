@@ -74,7 +74,8 @@ from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, INTERLEAVED_MAC
                                     RISCV_TILES_16X8_HELPERS,
                                     conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
                                     depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
-                                    mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
+                                    mac_2px_helper_name, mac_2px_n_helper_name, mac_2px_row_helper_name,
+                                    mac_helper_name,
                                     mac_pairs_2px_helper_name, mac_pairs_helper_name, mac_tiled_helper_name,
                                     pair_tiles_helper_name,
                                     requantize_helper_name)
@@ -229,6 +230,12 @@ register_helper_call(MAC_2PX_OP, RISCV_HELPERS, mac_2px_helper_name, MAC_2PX_ACC
 MAC_2PX_ROW_OP = "tvm_ext.riscv_mac_s8x2x8_row"
 """The two-pixel helper of one-row windows: its sixteen sums spill inside the kernels of longer windows."""
 register_helper_call(MAC_2PX_ROW_OP, RISCV_HELPERS, mac_2px_row_helper_name, MAC_2PX_ACCESS)
+MAC_2PX_N_OPS = {MAC_2PX_OP: "tvm_ext.riscv_mac_s8x2xn", MAC_2PX_ROW_OP: "tvm_ext.riscv_mac_s8x2xn_row"}
+"""The two-pixel helpers' forms over their first `channels` sums only (a trailing argument, 1..MAC_CHANNELS), by the
+eight-channel op each replaces (`live_channels.live_channel_macs`)."""
+register_helper_call(MAC_2PX_N_OPS[MAC_2PX_OP], RISCV_HELPERS, mac_2px_n_helper_name, MAC_2PX_ACCESS)
+register_helper_call(MAC_2PX_N_OPS[MAC_2PX_ROW_OP], RISCV_HELPERS, functools.partial(mac_2px_n_helper_name, row=True),
+                     MAC_2PX_ACCESS)
 
 DEPTHWISE_MAC_OP = "tvm_ext.riscv_depthwise_mac_s8x8"
 """The depthwise helper, one out-of-line function per bundle: every depthwise kernel's windows, whole or clipped."""
