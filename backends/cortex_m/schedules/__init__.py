@@ -90,7 +90,7 @@ from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_GROUP
 from backends.cortex_m.schedules import pair_tiles
 from backends.cortex_m.schedules.batch_matmul import helium_int8_batch_matmul, int8_batch_matmul
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
-from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, HELIUM_SHORT_ROW_BYTES, ROWS_WRITTEN_OUT,
+from backends.cortex_m.schedules.border_window import (HELIUM_COPIED_ROW_BYTES, HELIUM_INT8_LANES, ROWS_WRITTEN_OUT,
                                                        copied_runs, copied_window_length, has_short_rows, window_buffer,
                                                        windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
@@ -287,7 +287,7 @@ class HeliumMacSchedules(DualMacSchedules):
     paired_windows = None  # not measured on Helium: a border pixel there keeps its window to itself
     windowed_border = staticmethod(windowed_border)  # not measured on Helium: an interior copy keeps its row loop
     # a window of rows under two vectors copied (each row one run of the ascending copy: `copied_runs`)
-    has_short_rows = staticmethod(functools.partial(has_short_rows, short_row_bytes=HELIUM_SHORT_ROW_BYTES))
+    has_short_rows = staticmethod(functools.partial(has_short_rows, short_row_bytes=HELIUM_COPIED_ROW_BYTES))
     branch_accumulators = False  # not measured on Helium: its fused channel-tiles helper keeps no accumulators
 
     @staticmethod
@@ -504,7 +504,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         qlinear_unrolled_taps=25 if dsp_only else 0,
         kernel_code=THUMB2_DSP_KERNEL_CODE if has_dsp_extension(profile) else THUMB2_KERNEL_CODE,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1,
-                                             short_row_bytes=HELIUM_SHORT_ROW_BYTES)
+                                             short_row_bytes=HELIUM_COPIED_ROW_BYTES)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,

@@ -72,11 +72,22 @@ SHORT_ROW_BYTES = 16
 costs more than copying a row, once per pixel, for every channel tile to read the window as one run."""
 
 HELIUM_SHORT_ROW_BYTES = 32
-"""SHORT_ROW_BYTES on Helium cores: a row of under two vectors costs each channel tile a predicated tail and a row's
+"""SHORT_ROW_BYTES of Helium's pixel pairs (``pair_tiles.HELIUM_PAIR_TILES``: both windows copied), and the first
+measure of the one-pixel windows' HELIUM_COPIED_ROW_BYTES: a row of under two vectors costs each channel tile a predicated tail and a row's
 start, where the copy (each row one call of the ascending copy: `copied_runs`) leaves the window one run with one
 tail. Measured on cortex-m55, a ResNet-18 at width 6 on 52x44x3: its 7x7 stride-2 stem on 3 channels (rows of 21 B)
 731,700 -> 456,571 instructions, its 3x3 layers on 6 channels (18 B) 90,224 -> 44,594 each; the model 1,420,573 ->
 915,407."""
+
+
+HELIUM_COPIED_ROW_BYTES = 128
+"""The row length (``KW * Cin`` bytes) under which a Helium core's one-pixel interior window is copied too (the border
+split's ``has_short_rows``, and its weights padded to whole vectors: ``copied_window_length``): up to eight vectors a
+row, each channel tile's per-row start and predicated tail (about 25 instructions a row a tile) cost more than the
+copy (one call of the ascending copy a row, once per pixel). The pairs keep HELIUM_SHORT_ROW_BYTES
+(``pair_tiles.HELIUM_PAIR_TILES``). Measured on cortex-m55, few-channel convolutions on 16x20 (per layer, before ->
+after): 3x3 on 24 channels to 6 328,927 -> 195,812, to 24 537,219 -> 420,463; 3x3 on 12 to 6 169,269 -> 146,332;
+5x5 on 24 to 6 823,014 -> 457,743; 5x5 on 9 to 6 437,497 -> 307,131."""
 
 
 PADDED_TAIL_MIN = 2
@@ -131,7 +142,7 @@ def copied_window_length(kh: int, kw: int, cin: int, padded_input: bool, group: 
     convolution copies each pixel's window (rows shorter than ``short_row_bytes``, ``has_short_rows``: the border
     split's copied windows) and at least ``tail_min`` inputs are left after its groups; else the window itself.
     DSP cores: groups of four (DUAL_MAC_GROUP), PADDED_TAIL_MIN, SHORT_ROW_BYTES; Helium cores: HELIUM_INT8_LANES, any
-    tail, HELIUM_SHORT_ROW_BYTES."""
+    tail, HELIUM_COPIED_ROW_BYTES."""
     length = kh * kw * cin
     tail = length % group
     copied = padded_input and kh > 1 and kw * cin < short_row_bytes

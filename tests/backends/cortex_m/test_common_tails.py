@@ -172,15 +172,16 @@ def test_fused_calls_that_differ_where_no_choice_is_allowed_stay(zero_point: int
 
 @needs_cross_tools
 def test_a_helium_3x3_convolution_calls_its_fused_tiles_once_for_interior_and_border_pixels(tmp_path) -> None:
-    """A padded 3x3 convolution of 16 channels (SAME): its unpaired pixels, inside the image or with the copied
-    window (each tap's 16 channels one call of the ascending copy), run one call of the fused tiles' out-of-line
+    """A padded 3x3 convolution of 48 channels (SAME; rows of 144 B, read in place inside the image: not under
+    border_window.HELIUM_COPIED_ROW_BYTES): its unpaired pixels, inside the image or with the copied window (each
+    tap's 48 channels one call of the ascending copy), run one call of the fused tiles' out-of-line
     copy (the input and its row stride chosen per pixel), bit-exact with TFLite Micro under QEMU mps3-an547, and on
     the host (the helpers' portable C)."""
     pytest.importorskip("tflite")
     pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
-    weights = (np.arange(16 * 3 * 3 * 16) * 37 % 255 - 127).astype("int8").reshape(16, 3, 3, 16)
-    tensors = [Tensor("x", (1, 7, 7, 16), "int8", Quantization((0.05,), (-3,))),
-               Tensor("w", (16, 3, 3, 16), "int8", Quantization(tuple(0.002 + 0.0005 * (o % 3) for o in range(16)),
+    weights = (np.arange(16 * 3 * 3 * 48) * 37 % 255 - 127).astype("int8").reshape(16, 3, 3, 48)
+    tensors = [Tensor("x", (1, 7, 7, 48), "int8", Quantization((0.05,), (-3,))),
+               Tensor("w", (16, 3, 3, 48), "int8", Quantization(tuple(0.002 + 0.0005 * (o % 3) for o in range(16)),
                                                              (0,) * 16, 0), weights),
                Tensor("b", (16,), "int32", Quantization(tuple(0.0001 for _ in range(16)), (0,) * 16, 0),
                       np.arange(-800, 800, 100, dtype="int32")),

@@ -17,7 +17,7 @@ import pytest
 from tvm import ir, s_tir, te, tirx
 
 from backends.cortex_m.schedules.border_window import copied_window_length
-from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_OP
 from tvm_ext.kernels.conv import WeightLayout, conv2d_int8
 from tvm_ext.kernels.fixed_point import Rounding
 from tvm_ext.kernels.quant_params import ActivationRange
@@ -142,8 +142,9 @@ def test_copied_window_length_pads_only_where_a_tail_of_two_or_more_is_copied(wi
     ("cortex-m55", (3, 3), 3, 32),  # 16 + 11 inputs: two whole vectors instead of a predicated last one
     ("cortex-m55", (3, 3), 1, 16),
     ("cortex-m55", (10, 4), 1, 48),
-    ("cortex-m55", (3, 3), 6, 64),  # 18-byte rows, under two vectors: copied (HELIUM_SHORT_ROW_BYTES), padded
-    ("cortex-m55", (3, 3), 11, 99),  # 33-byte rows read in place: not copied, not padded
+    ("cortex-m55", (3, 3), 6, 64),  # 18-byte rows, under two vectors: copied (HELIUM_COPIED_ROW_BYTES), padded
+    ("cortex-m55", (3, 3), 11, 112),  # 33-byte rows, under HELIUM_COPIED_ROW_BYTES: copied, padded
+    ("cortex-m55", (3, 3), 43, 387),  # 129-byte rows read in place: not copied, not padded
     ("cortex-m4f", (3, 3), 3, 28),  # groups of four
 ])
 def test_a_copied_window_is_padded_to_the_cores_group(profile, window, channels, length):
@@ -156,6 +157,20 @@ def test_long_rows_stay_rows_in_the_interior():
     place (no copy; paired interior pixels, backends.cortex_m.schedules.pixel_pairs, too), the border copies its window."""
     func = _scheduled_conv((9, 8), 16, (3, 3), 1, (1, 1, 1, 1))
     assert _helper_calls(func.body) == [[8 * 16, 3 * 3 * 16, 3, 3 * 16], [144, 144, 1, 144]]
+
+
+@pytest.mark.parametrize("channels, copied", [(12, True), (42, True), (43, False)])
+def test_helium_copies_an_interior_window_of_rows_under_eight_vectors(channels, copied):
+    """On Helium an interior pixel's 3x3 window of rows under HELIUM_COPIED_ROW_BYTES (36 and 126 bytes) is copied
+    into one run, its weights padded to whole vectors, each channel tile then one row with one predicated tail;
+    129-byte rows are read in place (the border's window copied either way)."""
+    helium = kernel_schedules(resolve_profile("cortex-m55"))
+    length = helium.conv_weight_length(3, 3, channels, True)
+    func = _scheduled_conv((9, 8), channels, (3, 3), 1, (1, 1, 1, 1), helium.mac, length)
+    mac_ops = [call.op.name for call in walk(func.body)
+               if isinstance(call, ir.Call) and getattr(call.op, "name", "") in (DUAL_MAC_OP, DUAL_MAC_2PX_OP)]
+    window_only = _helper_calls(func.body) == [[length, length, 1, length]] and mac_ops == [DUAL_MAC_OP]
+    assert window_only == copied
 
 
 pytest.importorskip("tflite")

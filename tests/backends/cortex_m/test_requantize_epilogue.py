@@ -104,7 +104,7 @@ def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path)
     # one pixel's channel tiles in one call of the fused helper, the tiles' accumulators never stored
     # (backends/cortex_m/schedules/conv_tiles.py): the 1x1 layers' pixels (int16 biases; the per-tensor one's among
     # them, the two in one shared copy) and the 3x3 layer's (int32 biases) on its copied window: its 24-byte rows,
-    # under two vectors (border_window.HELIUM_SHORT_ROW_BYTES), each one call of the ascending copy inside the image
+    # under eight vectors (border_window.HELIUM_COPIED_ROW_BYTES), each one call of the ascending copy inside the image
     assert re.search(r"_conv_tiles_shared_s8_b16\(", kernels) and re.search(r"_conv_tiles_s8\(", kernels), kernels
     assert re.search(r"_copy_ascending\([^;]*, 24, 1\);", kernels), kernels
     assert _per_tensor_layer_takes_channel_constants(kernels)
