@@ -130,7 +130,9 @@ def test_a_helium_core_pairs_pixels_on_their_int8_inputs():
 
     assert _helper_calls(_scheduled_conv((1, 5), 37, (1, 1), schedules=HELIUM_MAC_SCHEDULES).body) == [
         (TWO_PIXELS, [5 * 37, 37, 1, 37, 37]), (ONE_PIXEL, [5 * 37, 37, 1, 37])]
-    func = _scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1), HELIUM_MAC_SCHEDULES)
+    # 48 channels: rows of 144 B, read in place (a window of rows under 128 B is copied pixel by pixel:
+    # border_window.HELIUM_COPIED_ROW_BYTES)
+    func = _scheduled_padded_conv((6, 9), 48, (3, 3), 1, (1, 1, 1, 1), HELIUM_MAC_SCHEDULES)
     pixel = next(node for node in walk(func.body) if isinstance(node, tirx.IfThenElse))
     assert [name for name, _ in _helper_calls(pixel.then_case)] == [TWO_PIXELS]
     assert not any(isinstance(node, ir.Call) and "q15" in node.op.name for node in walk(func.body))
