@@ -205,7 +205,8 @@ class MacSchedules(Protocol):
     copied and one two-pixel call per channel tile (`backends.cortex_m.schedules.border_window.paired_windows`);
     `branch_accumulators` (a bool), each branch of a split border its own accumulators
     (`tvm_ext.schedule.border_split`); `collapses_border(image_dtypes, window)` (a frozenset of the image's element
-    types, the window's taps per axis, rows first -> bool), whether the backend's later pass makes the border rectangles of such a
+    types, the window's taps per axis, rows first -> bool), whether the backend's later pass makes the border
+    rectangles of such a
     depthwise window one helper call (so `border_split` cuts its border into rectangles however many: they do not
     grow the code); `whole_channel_tile` (a bool), an integer reduction of exactly the
     profile's tile of output channels taken as one tile, so it reaches the helpers (else its scalar loop nest);
@@ -450,8 +451,8 @@ class KernelSchedules:
     channel_requantization: bool = False
     """Whether the int8 lowering gives an int8 CONV_2D's and DEPTHWISE_CONV_2D's requantization one multiplier and shift
     per output channel (constant arrays, 5 B a channel) even where every channel's are the same (per-tensor weights),
-    for a core whose fast convolution helpers requantize from per-channel constants only (`tvm_ext.transform.int8.conv`);
-    False: per-tensor requantization stays immediates in the kernel."""
+    for a core whose fast convolution helpers requantize from per-channel constants only
+    (`tvm_ext.transform.int8.conv`); False: per-tensor requantization stays immediates in the kernel."""
     widened_16x8_weights: bool = False
     """Whether the int8 lowering widens a 16x8 CONV_2D's or FULLY_CONNECTED's int8 weights to int16 where its sums stay
     within int32 and the flash holds them (`tvm_ext.transform.int8.mac.widened_16x8`), for a core whose dual MAC then

@@ -189,9 +189,9 @@ def add_s8_tables_helper_name(prefix: str) -> str:
 def helium_depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "", window: str = "") -> str:
     """The C name of the fused depthwise channel tiles' helper for biases of type `bias` ("int32" or "int16") in
     the bundle `prefix`: an interior pixel's (inlined, or where `window` is "3x3" or "5x5" the out-of-line copy for
-    such windows, "1xn" the one for windows of one row of any taps), or where `border` ("any", "3x3", "5x5" or "3x3 shared") a
-    border pixel's (its window copied with the padding), "3x3" ("5x5") the out-of-line copy for 3x3 (5x5) windows, "3x3 shared" the
-    one running the interior's 3x3 copy on its copied window."""
+    such windows, "1xn" the one for windows of one row of any taps), or where `border` ("any", "3x3", "5x5" or
+    "3x3 shared") a border pixel's (its window copied with the padding), "3x3" ("5x5") the out-of-line copy for 3x3
+    (5x5) windows, "3x3 shared" the one running the interior's 3x3 copy on its copied window."""
     name = {"": f"{prefix}_depthwise_tiles{window}_s8", "any": f"{prefix}_depthwise_border_s8",
             "3x3": f"{prefix}_depthwise_border3x3_s8", "5x5": f"{prefix}_depthwise_border5x5_s8",
             "3x3 shared": f"{prefix}_depthwise_border3x3_shared_s8"}[border]

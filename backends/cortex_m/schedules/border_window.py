@@ -73,9 +73,9 @@ costs more than copying a row, once per pixel, for every channel tile to read th
 
 HELIUM_SHORT_ROW_BYTES = 32
 """SHORT_ROW_BYTES of Helium's pixel pairs (``pair_tiles.HELIUM_PAIR_TILES``: both windows copied), and the first
-measure of the one-pixel windows' HELIUM_COPIED_ROW_BYTES: a row of under two vectors costs each channel tile a predicated tail and a row's
-start, where the copy (each row one call of the ascending copy: `copied_runs`) leaves the window one run with one
-tail. Measured on cortex-m55, a ResNet-18 at width 6 on 52x44x3: its 7x7 stride-2 stem on 3 channels (rows of 21 B)
+measure of the one-pixel windows' HELIUM_COPIED_ROW_BYTES: a row of under two vectors costs each channel tile a
+predicated tail and a row's start, where the copy (each row one call of the ascending copy: `copied_runs`) leaves
+the window one run with one tail. Measured on cortex-m55, a ResNet-18 at width 6 on 52x44x3: its 7x7 stride-2 stem on 3 channels (rows of 21 B)
 731,700 -> 456,571 instructions, its 3x3 layers on 6 channels (18 B) 90,224 -> 44,594 each; the model 1,420,573 ->
 915,407."""
 

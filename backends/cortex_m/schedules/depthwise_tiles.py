@@ -112,7 +112,8 @@ BORDER_OPS = {(bias, form): bias_form("tvm_ext.depthwise_border" + {"any": "", "
                                       bias)
               for bias in BIAS_TYPES for form in ("any", "3x3", "5x5", "3x3" + SHARED_BORDER)}
 """A border pixel's fused helper per bias type and form ("3x3", "5x5": a 3x3 or 5x5 window's, one out-of-line copy per
-bundle holding its own tile, the 5x5's window of more than WINDOW_TAPS taps on the stack; "3x3 shared": the same running the interior's copy, ``_depthwise_tiles3x3_s8``, on its copied
+bundle holding its own tile, the 5x5's window of more than WINDOW_TAPS taps on the stack; "3x3 shared": the same
+running the interior's copy, ``_depthwise_tiles3x3_s8``, on its copied
 window, where the bundle's choice gives it the kernels, ``TileHelpers.shared_borders``; "any": any other window,
 inlined): the tiles' arguments, then where the image lies in the window."""
 # (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,

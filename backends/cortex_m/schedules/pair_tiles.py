@@ -359,7 +359,8 @@ HELIUM_PAIR_TILES = PairTileHelpers(
 an out-of-line copy per bundle (``<prefix>_pair_tiles_shared_s8``), which makes the same calls: each kernel holds
 one call per pair instead of the tiles' loop of three calls (pretrainedResnet_quant's 3x3 kernels). A window of
 several rows under two vectors each (a dilated TCN's 1x3 window of 24 channels: three rows of 24 B) takes the
-windowed copy (``<prefix>_pair_tiles_windowed_s8``): measured on cortex-m55, see the commit."""
+windowed copy (``<prefix>_pair_tiles_windowed_s8``): measured on cortex-m55, a causal TCN on 75x20 of 24 channels, its
+dilated convolutions 74,296 -> 52,688 instructions each, the model 658,253 -> 509,108 (stack 416 -> 592 B)."""
 
 
 def _requantizations(stmts: list, helpers: PairTileHelpers, tile=None

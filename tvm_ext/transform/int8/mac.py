@@ -121,7 +121,7 @@ class MacKernel:
             multipliers, shifts, form = _prepare_16x8(self.multipliers, self.shifts, bias_values,
                                                       reach if int32_sums else None)
         uniform = np.all(multipliers == multipliers[0]) and np.all(shifts == shifts[0])
-        if uniform and not (self.channel_constants and not sixteen_by_eight):
+        if uniform and (sixteen_by_eight or not self.channel_constants):
             multiplier, shift, channel_tensors = int(multipliers[0]), int(shifts[0]), {}
         else:
             channels = int(self.core.ty.shape[-1])  # a per-tensor layer's one entry, repeated per output channel
